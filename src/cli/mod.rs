@@ -1,0 +1,3 @@
+//! Subcommands of the `seqgpt` command-line tool, one module each.
+
+pub mod extract_text;
