@@ -3,4 +3,13 @@
 //! See docs/ARCHITECTURE.md for the module map and the data flow.
 
 pub mod cli;
+pub mod convert;
+pub mod device;
+pub mod engine;
+pub mod generate;
+pub mod gguf;
+pub mod kernels;
+pub mod model;
 pub mod pdf;
+pub mod quant;
+pub mod tokenizer;

@@ -12,13 +12,23 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Generate text from a prompt (or a batch of prompts).
+    Generate(cli::generate::GenerateArgs),
+    /// Print the last position's logits for a prompt as JSON.
+    Logits(cli::logits::LogitsArgs),
     /// Print a PDF's text, pages separated by form feeds.
     ExtractText(cli::extract_text::ExtractTextArgs),
 }
 
 fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("SEQGPT_LOG").unwrap_or_else(|_| "warn".into()))
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Generate(args) => cli::generate::run(args),
+        Command::Logits(args) => cli::logits::run(args),
         Command::ExtractText(args) => cli::extract_text::run(args),
     };
     if let Err(err) = result {

@@ -1,0 +1,35 @@
+//! `seqgpt logits`: the last position's logits for a prompt, as JSON.
+
+use super::common::{open_engine, ModelArgs};
+
+#[derive(clap::Args, Debug)]
+pub struct LogitsArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[arg(long)]
+    pub prompt: String,
+    /// Only the N largest logits (`top_ids`, `top_logits`).
+    #[arg(long)]
+    pub top: Option<usize>,
+    /// Print JSON (the only format; accepted for symmetry with `generate`).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: LogitsArgs) -> anyhow::Result<()> {
+    let engine = open_engine(&args.model)?;
+    let ids = engine.encode(&args.prompt)?;
+    let logits = engine.last_logits(&ids)?;
+    let out = match args.top {
+        None => serde_json::json!({"ids": ids, "logits": logits}),
+        Some(n) => {
+            let mut order: Vec<usize> = (0..logits.len()).collect();
+            order.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]).then(a.cmp(&b)));
+            order.truncate(n);
+            let top_logits: Vec<f32> = order.iter().map(|&i| logits[i]).collect();
+            serde_json::json!({"ids": ids, "top_ids": order, "top_logits": top_logits})
+        }
+    };
+    println!("{out}");
+    Ok(())
+}

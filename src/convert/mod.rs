@@ -1,0 +1,260 @@
+//! Hugging Face BLOOM checkpoint -> one GGUF file with llama.cpp's BLOOM names.
+//!
+//! The pipeline has two seams so that quantizers slot in without touching the rest:
+//! - [`TensorSource`] yields each GGUF tensor as f32 (the plain source reads the checkpoint
+//!   and reorders QKV; AWQ wraps it and rescales weights layer by layer);
+//! - [`Encoder`] picks each tensor's ggml type and encodes it (the plain encoder rounds to
+//!   the nearest grid point; AWQ supplies its clipped ranges).
+//! Tensors are produced, encoded and written one at a time: memory stays bounded by the
+//! largest tensor.
+
+pub mod checkpoint;
+pub mod tokenizer_meta;
+
+use crate::gguf::{file_type_for, GgmlType, GgufError, GgufWriter, MetadataValue, TensorSpec};
+use crate::quant::quantize_row;
+pub use checkpoint::{HfBloomConfig, HfCheckpoint};
+use std::path::Path;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConvertError {
+    #[error("{0}: {1}")]
+    Io(String, #[source] std::io::Error),
+    #[error("config: {0}")]
+    Config(String),
+    #[error("tokenizer: {0}")]
+    Tokenizer(String),
+    #[error("weights: {0}")]
+    Weights(String),
+    #[error(transparent)]
+    Gguf(#[from] GgufError),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// One tensor of the output file: its GGUF name, row-major shape and where it comes from.
+#[derive(Debug, Clone)]
+pub struct TensorPlan {
+    pub name: String,
+    pub shape: Vec<usize>,
+    /// The checkpoint tensor (normalized name) it is made from.
+    pub source: String,
+    /// A 2-D weight matrix (quantizable), as opposed to a norm or bias vector.
+    pub is_matrix: bool,
+}
+
+/// The tensors of a BLOOM GGUF file, in file order.
+pub fn bloom_plan(cfg: &HfBloomConfig, has_separate_head: bool) -> Vec<TensorPlan> {
+    let h = cfg.hidden;
+    let mut plan = Vec::new();
+    let mut add = |name: String, shape: Vec<usize>, source: String| {
+        let is_matrix = shape.len() == 2;
+        plan.push(TensorPlan { name, shape, source, is_matrix });
+    };
+    add("token_embd.weight".into(), vec![cfg.vocab_size, h], "word_embeddings.weight".into());
+    for p in ["weight", "bias"] {
+        add(format!("token_embd_norm.{p}"), vec![h], format!("word_embeddings_layernorm.{p}"));
+    }
+    for i in 0..cfg.n_layer {
+        let parts: [(&str, &str, Vec<usize>); 6] = [
+            ("attn_norm", "input_layernorm", vec![h]),
+            ("attn_qkv", "self_attention.query_key_value", vec![3 * h, h]),
+            ("attn_output", "self_attention.dense", vec![h, h]),
+            ("ffn_norm", "post_attention_layernorm", vec![h]),
+            ("ffn_up", "mlp.dense_h_to_4h", vec![4 * h, h]),
+            ("ffn_down", "mlp.dense_4h_to_h", vec![h, 4 * h]),
+        ];
+        for (gguf, hf, shape) in parts {
+            let out = shape[0];
+            add(format!("blk.{i}.{gguf}.weight"), shape, format!("h.{i}.{hf}.weight"));
+            add(format!("blk.{i}.{gguf}.bias"), vec![out], format!("h.{i}.{hf}.bias"));
+        }
+    }
+    for p in ["weight", "bias"] {
+        add(format!("output_norm.{p}"), vec![h], format!("ln_f.{p}"));
+    }
+    if has_separate_head {
+        add("output.weight".into(), vec![cfg.vocab_size, h], "lm_head.weight".into());
+    }
+    plan
+}
+
+/// Produces each planned tensor as f32 values (row-major).
+pub trait TensorSource {
+    fn tensor(&mut self, plan: &TensorPlan) -> Result<Vec<f32>, ConvertError>;
+}
+
+/// Chooses each tensor's type and encodes it.
+pub trait Encoder {
+    fn dtype(&self, plan: &TensorPlan) -> GgmlType;
+    fn encode(&mut self, plan: &TensorPlan, data: &[f32]) -> Result<Vec<u8>, ConvertError> {
+        let dtype = self.dtype(plan);
+        let row = *plan.shape.last().unwrap_or(&1);
+        let mut out = Vec::new();
+        for chunk in data.chunks(row) {
+            quantize_row(dtype, chunk, &mut out).map_err(|e| ConvertError::Other(format!("{}: {e}", plan.name)))?;
+        }
+        Ok(out)
+    }
+}
+
+/// Reads tensors from the checkpoint, reordering BLOOM's fused QKV from its per-head
+/// `(n_head, 3, head_dim)` layout to `[Q; K; V]` as llama.cpp's converter does.
+pub struct CheckpointSource<'a> {
+    pub ckpt: &'a HfCheckpoint,
+}
+
+impl TensorSource for CheckpointSource<'_> {
+    fn tensor(&mut self, plan: &TensorPlan) -> Result<Vec<f32>, ConvertError> {
+        let t = self.ckpt.load(&plan.source, &plan.shape)?;
+        let wrap = |e: candle_core::Error| ConvertError::Weights(format!("{}: {e}", plan.name));
+        let data: Vec<f32> = t.flatten_all().and_then(|t| t.to_vec1()).map_err(wrap)?;
+        if plan.name.contains(".attn_qkv.") {
+            let cfg = &self.ckpt.config;
+            Ok(reorder_qkv(&data, cfg.n_head, cfg.hidden / cfg.n_head, *plan.shape.get(1).unwrap_or(&1)))
+        } else {
+            Ok(data)
+        }
+    }
+}
+
+/// Rows `(head, part, d)` -> `(part, head, d)`; `row_len` is 1 for the bias.
+pub fn reorder_qkv(data: &[f32], n_head: usize, head_dim: usize, row_len: usize) -> Vec<f32> {
+    let mut out = Vec::with_capacity(data.len());
+    for part in 0..3 {
+        for head in 0..n_head {
+            let start = ((head * 3 + part) * head_dim) * row_len;
+            out.extend_from_slice(&data[start..start + head_dim * row_len]);
+        }
+    }
+    out
+}
+
+/// The plain encoder: matrices in `wtype` (the embedding in `embd_type`), vectors in f32
+/// (as llama.cpp keeps norms and biases).
+pub struct TypePlan {
+    pub wtype: GgmlType,
+    pub embd_type: GgmlType,
+}
+
+impl Encoder for TypePlan {
+    fn dtype(&self, plan: &TensorPlan) -> GgmlType {
+        let want = match (plan.is_matrix, plan.name.as_str()) {
+            (false, _) => return GgmlType::F32,
+            (true, "token_embd.weight" | "output.weight") => self.embd_type,
+            (true, _) => self.wtype,
+        };
+        // A row that is not whole blocks cannot be block-quantized: keep it f16.
+        if plan.shape[1] % want.block_elems() != 0 {
+            GgmlType::F16
+        } else {
+            want
+        }
+    }
+}
+
+/// General and architecture metadata for a BLOOM file.
+pub fn bloom_metadata(cfg: &HfBloomConfig, file_type: GgmlType, name: &str) -> Vec<(String, MetadataValue)> {
+    let u = |v: usize| MetadataValue::U32(v as u32);
+    let mut meta = vec![
+        ("general.architecture".to_string(), "bloom".into()),
+        ("general.name".to_string(), name.into()),
+        ("general.file_type".to_string(), MetadataValue::U32(file_type_for(file_type))),
+        ("bloom.context_length".to_string(), u(cfg.context_length)),
+        ("bloom.embedding_length".to_string(), u(cfg.hidden)),
+        ("bloom.feed_forward_length".to_string(), u(4 * cfg.hidden)),
+        ("bloom.block_count".to_string(), u(cfg.n_layer)),
+        ("bloom.attention.head_count".to_string(), u(cfg.n_head)),
+        ("bloom.attention.head_count_kv".to_string(), u(cfg.n_head)),
+        ("bloom.attention.layer_norm_epsilon".to_string(), MetadataValue::F32(cfg.layer_norm_eps as f32)),
+    ];
+    if file_type.is_quantized() {
+        meta.push(("general.quantization_version".to_string(), MetadataValue::U32(2)));
+    }
+    meta
+}
+
+/// What a conversion wrote.
+#[derive(Debug, Clone)]
+pub struct ConvertSummary {
+    pub tensors: usize,
+    pub bytes: u64,
+}
+
+/// Writes `out` from `ckpt`, pulling tensors from `source` and encoding them with `encoder`.
+/// `progress(done, total)` is called after each tensor. The file appears atomically.
+pub fn write_gguf(
+    ckpt: &HfCheckpoint,
+    out: &Path,
+    source: &mut dyn TensorSource,
+    encoder: &mut dyn Encoder,
+    extra_metadata: Vec<(String, MetadataValue)>,
+    mut progress: impl FnMut(usize, usize),
+) -> Result<ConvertSummary, ConvertError> {
+    let cfg = &ckpt.config;
+    let separate_head = ckpt.has("lm_head.weight") && !cfg.tie_word_embeddings;
+    let plan = bloom_plan(cfg, separate_head);
+    let main_type = plan
+        .iter()
+        .find(|p| p.name == "blk.0.attn_qkv.weight")
+        .map_or(GgmlType::F32, |p| encoder.dtype(p));
+    let name = cfg
+        .name
+        .clone()
+        .or_else(|| ckpt.dir.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "bloom".into());
+    let mut meta = bloom_metadata(cfg, main_type, &name);
+    meta.extend(tokenizer_meta::tokenizer_metadata(ckpt, cfg.vocab_size)?);
+    meta.extend(extra_metadata);
+
+    let specs: Vec<TensorSpec> = plan.iter().map(|p| TensorSpec::new(&p.name, &p.shape, encoder.dtype(p))).collect();
+    let tmp = out.with_extension("gguf.partial");
+    let io = |e| ConvertError::Io(tmp.display().to_string(), e);
+    let file = std::fs::File::create(&tmp).map_err(io)?;
+    let result = (|| {
+        let mut w = GgufWriter::new(std::io::BufWriter::with_capacity(1 << 20, file), &meta, specs)?;
+        for (i, p) in plan.iter().enumerate() {
+            let data = source.tensor(p)?;
+            let bytes = encoder.encode(p, &data)?;
+            w.write_tensor(&p.name, &bytes)?;
+            progress(i + 1, plan.len());
+        }
+        let buf = w.finish()?;
+        let file = buf.into_inner().map_err(|e| ConvertError::Io(tmp.display().to_string(), e.into_error()))?;
+        file.sync_all().map_err(io)?;
+        Ok::<_, ConvertError>(())
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e);
+    }
+    std::fs::rename(&tmp, out).map_err(|e| ConvertError::Io(out.display().to_string(), e))?;
+    let bytes = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+    Ok(ConvertSummary { tensors: plan.len(), bytes })
+}
+
+/// Converts with plain rounding: matrices in `wtype`, the embedding in `embd_type`.
+pub fn convert_plain(
+    model_dir: &Path,
+    out: &Path,
+    wtype: GgmlType,
+    embd_type: GgmlType,
+    progress: impl FnMut(usize, usize),
+) -> Result<ConvertSummary, ConvertError> {
+    let ckpt = HfCheckpoint::open(model_dir)?;
+    let mut source = CheckpointSource { ckpt: &ckpt };
+    let mut encoder = TypePlan { wtype, embd_type };
+    write_gguf(&ckpt, out, &mut source, &mut encoder, Vec::new(), progress)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reorder_qkv;
+
+    #[test]
+    fn qkv_reorder_groups_parts() {
+        // 2 heads, head_dim 1, rows of length 1: [q0 k0 v0 q1 k1 v1] -> [q0 q1 k0 k1 v0 v1]
+        let data = [0.0, 1.0, 2.0, 10.0, 11.0, 12.0];
+        assert_eq!(reorder_qkv(&data, 2, 1, 1), vec![0.0, 10.0, 1.0, 11.0, 2.0, 12.0]);
+    }
+}

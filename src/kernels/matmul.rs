@@ -1,0 +1,159 @@
+//! `y = x W^T + b` with `W` in any ggml type the engine loads, read in place.
+//!
+//! Work is split over tiles of weight rows (all cores, rayon). A tile is decoded to f32
+//! once into a per-thread buffer and then multiplied with every input row, so quantized
+//! weights cost one decode per matmul however many rows `x` has.
+
+use super::dot::dot_rows;
+use crate::gguf::GgmlType;
+use crate::quant::dequantize_row;
+use rayon::prelude::*;
+use std::cell::RefCell;
+
+/// A weight matrix of `rows` x `cols` (PyTorch `[out, in]`) in `dtype`, borrowed bytes.
+#[derive(Clone, Copy, Debug)]
+pub struct WeightView<'a> {
+    pub dtype: GgmlType,
+    pub bytes: &'a [u8],
+    pub rows: usize,
+    pub cols: usize,
+}
+
+impl<'a> WeightView<'a> {
+    pub fn row_bytes(&self) -> usize {
+        self.cols / self.dtype.block_elems() * self.dtype.block_bytes()
+    }
+
+    /// Bytes of rows `start..start + count`.
+    pub fn rows_bytes(&self, start: usize, count: usize) -> &'a [u8] {
+        let rb = self.row_bytes();
+        &self.bytes[start * rb..(start + count) * rb]
+    }
+
+    /// Decodes row `r` into `out` (`cols` values).
+    pub fn decode_row(&self, r: usize, out: &mut [f32]) {
+        // Shapes are validated when the weight is loaded; a mismatch here is a bug.
+        dequantize_row(self.dtype, self.rows_bytes(r, 1), out).expect("weight row shape validated at load");
+    }
+}
+
+/// Rows of weights decoded per task: small enough to stay in L1/L2 while every input row
+/// passes over them.
+fn tile_rows(cols: usize) -> usize {
+    (16 * 1024 / cols.max(1)).clamp(4, 64)
+}
+
+struct OutPtr(*mut f32);
+// SAFETY: tasks write disjoint columns of the output (see matmul_t).
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+impl OutPtr {
+    // A method (not the field) so closures capture the Sync wrapper, not the raw pointer.
+    fn get(&self) -> *mut f32 {
+        self.0
+    }
+}
+
+thread_local! {
+    static TILE: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `out[i, j] = sum_k x[i, k] * W[j, k] + bias[j]` for `m` input rows.
+/// `x` is `m x W.cols`, `out` is `m x W.rows`, both row-major.
+pub fn matmul_t(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]>, out: &mut [f32]) {
+    let (n, k) = (w.rows, w.cols);
+    assert_eq!(x.len(), m * k, "matmul_t: input is not m x cols");
+    assert_eq!(out.len(), m * n, "matmul_t: output is not m x rows");
+    if let Some(b) = bias {
+        assert_eq!(b.len(), n, "matmul_t: bias length");
+    }
+    let tile = tile_rows(k);
+    let n_tiles = n.div_ceil(tile);
+    let out_ptr = OutPtr(out.as_mut_ptr());
+    let f32_rows = as_f32(w);
+    (0..n_tiles).into_par_iter().for_each(|t| {
+        let r0 = t * tile;
+        let rows = tile.min(n - r0);
+        TILE.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            let wt: &[f32] = match f32_rows {
+                Some(all) => &all[r0 * k..(r0 + rows) * k],
+                None => {
+                    buf.resize(tile * k, 0.0);
+                    for r in 0..rows {
+                        w.decode_row(r0 + r, &mut buf[r * k..(r + 1) * k]);
+                    }
+                    &buf[..rows * k]
+                }
+            };
+            let mut acc = [0f32; 64];
+            for i in 0..m {
+                let acc = &mut acc[..rows];
+                dot_rows(&x[i * k..(i + 1) * k], wt, acc);
+                if let Some(b) = bias {
+                    for (a, bb) in acc.iter_mut().zip(&b[r0..r0 + rows]) {
+                        *a += bb;
+                    }
+                }
+                // SAFETY: columns r0..r0+rows of row i belong to this tile alone, and
+                // i * n + r0 + rows <= m * n = out.len().
+                unsafe {
+                    std::ptr::copy_nonoverlapping(acc.as_ptr(), out_ptr.get().add(i * n + r0), rows);
+                }
+            }
+        });
+    });
+}
+
+/// The weight as an f32 slice when it is f32 and suitably aligned (always, when mapped).
+fn as_f32(w: WeightView<'_>) -> Option<&[f32]> {
+    if w.dtype != GgmlType::F32 {
+        return None;
+    }
+    // SAFETY: any bit pattern is a valid f32; align_to only yields the aligned middle.
+    let (pre, mid, post) = unsafe { w.bytes.align_to::<f32>() };
+    (pre.is_empty() && post.is_empty()).then_some(mid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quant::quantize_row;
+
+    fn reference(x: &[f32], m: usize, w: &[f32], n: usize, k: usize, bias: &[f32]) -> Vec<f32> {
+        let mut out = vec![0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let s: f64 = (0..k).map(|t| x[i * k + t] as f64 * w[j * k + t] as f64).sum();
+                out[i * n + j] = s as f32 + bias[j];
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn every_type_matches_reference_on_decoded_weights() {
+        let (m, n, k) = (3, 70, 96);
+        let x: Vec<f32> = (0..m * k).map(|i| ((i * 31 % 23) as f32 - 11.0) / 7.0).collect();
+        let wf: Vec<f32> = (0..n * k).map(|i| ((i * 17 % 29) as f32 - 14.0) / 9.0).collect();
+        let bias: Vec<f32> = (0..n).map(|i| i as f32 * 0.01).collect();
+        for dtype in [GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1] {
+            let mut bytes = Vec::new();
+            for row in wf.chunks(k) {
+                quantize_row(dtype, row, &mut bytes).unwrap();
+            }
+            let view = WeightView { dtype, bytes: &bytes, rows: n, cols: k };
+            let mut decoded = vec![0f32; n * k];
+            for r in 0..n {
+                view.decode_row(r, &mut decoded[r * k..(r + 1) * k]);
+            }
+            let want = reference(&x, m, &decoded, n, k, &bias);
+            let mut got = vec![0f32; m * n];
+            matmul_t(&x, m, view, Some(&bias), &mut got);
+            for (a, b) in got.iter().zip(&want) {
+                assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{dtype}: {a} vs {b}");
+            }
+        }
+    }
+}

@@ -1,0 +1,12 @@
+//! CPU kernels that read weights straight from the mapped model file.
+//!
+//! `matmul` computes `y = x W^T (+ b)` for every weight type the engine loads, using all
+//! cores (rayon). `norm` holds LayerNorm. Each kernel has a plain reference version in its
+//! tests that it must agree with.
+
+pub mod dot;
+pub mod matmul;
+pub mod norm;
+
+pub use matmul::{matmul_t, WeightView};
+pub use norm::layer_norm_rows;

@@ -1,0 +1,297 @@
+//! BLOOM (and SeqGPT, which is BLOOM): ALiBi attention, fused QKV, tanh-GELU MLP,
+//! LayerNorm after the embeddings, biases everywhere, LM head tied to the embeddings.
+//!
+//! Follows Hugging Face's `BloomForCausalLM`: ALiBi positions come from the attention
+//! mask (so left-padded batches are exact), scores are `q.k / sqrt(d) + alibi`, softmax in
+//! f32. The QKV weight is stored [Q; K; V] (llama.cpp's layout), not per-head interleaved.
+
+use super::config::BloomConfig;
+use super::kv_cache::KvCache;
+use super::layers::{LayerNorm, Linear};
+use super::weights::{MappedTensor, WeightLoader};
+use crate::gguf::{GgufError, GgufFile};
+use candle_core::{DType, Device, Result, Tensor, D};
+
+/// Where logits are wanted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Logits {
+    /// Only each row's last position (generation).
+    Last,
+    /// Every position (scoring, tests).
+    All,
+}
+
+struct Block {
+    attn_norm: LayerNorm,
+    qkv: Linear,
+    attn_out: Linear,
+    ffn_norm: LayerNorm,
+    ffn_up: Linear,
+    ffn_down: Linear,
+}
+
+pub struct Bloom {
+    pub cfg: BloomConfig,
+    device: Device,
+    dtype: DType,
+    token_embd: MappedTensor,
+    embd_norm: LayerNorm,
+    blocks: Vec<Block>,
+    output_norm: LayerNorm,
+    lm_head: Linear,
+    alibi_slopes: Vec<f32>,
+}
+
+/// Model-loading errors: the file's, or the device's.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    File(#[from] GgufError),
+    #[error("placing weights on {device}: {source}")]
+    Device {
+        device: String,
+        #[source]
+        source: candle_core::Error,
+    },
+}
+
+impl Bloom {
+    /// Builds the model from a validated file. On the CPU nothing is copied: weights stay
+    /// in the mapping. On a GPU, layers and the head are uploaded (activations in `dtype`).
+    pub fn load(file: &GgufFile, device: &Device, dtype: DType) -> std::result::Result<Self, LoadError> {
+        let cfg = BloomConfig::from_gguf(file)?;
+        let w = WeightLoader { file };
+        let (h, ff, eps) = (cfg.hidden, cfg.ffn, cfg.layer_norm_eps);
+        let dev_err = |source| LoadError::Device { device: format!("{device:?}"), source };
+        let norm = |prefix: &str| -> std::result::Result<LayerNorm, LoadError> {
+            let g = w.vector(&format!("{prefix}.weight"), h)?;
+            let b = w.vector(&format!("{prefix}.bias"), h)?;
+            LayerNorm::new(&g, &b, eps, device, dtype).map_err(dev_err)
+        };
+        let linear = |prefix: &str, out: usize, inp: usize| -> std::result::Result<Linear, LoadError> {
+            let wt = w.get(&format!("{prefix}.weight"), &[out, inp])?;
+            let b = w.vector(&format!("{prefix}.bias"), out)?;
+            Linear::new(wt, Some(&b), device, dtype).map_err(dev_err)
+        };
+        let token_embd = w.get("token_embd.weight", &[cfg.vocab, h])?;
+        let embd_norm = norm("token_embd_norm")?;
+        let mut blocks = Vec::with_capacity(cfg.n_layer);
+        for i in 0..cfg.n_layer {
+            let p = format!("blk.{i}");
+            blocks.push(Block {
+                attn_norm: norm(&format!("{p}.attn_norm"))?,
+                qkv: linear(&format!("{p}.attn_qkv"), 3 * h, h)?,
+                attn_out: linear(&format!("{p}.attn_output"), h, h)?,
+                ffn_norm: norm(&format!("{p}.ffn_norm"))?,
+                ffn_up: linear(&format!("{p}.ffn_up"), ff, h)?,
+                ffn_down: linear(&format!("{p}.ffn_down"), h, ff)?,
+            });
+        }
+        let output_norm = norm("output_norm")?;
+        // No `output` tensor: the head is tied to the token embeddings.
+        let head_weight = w.optional("output.weight", &[cfg.vocab, h])?.unwrap_or_else(|| token_embd.clone());
+        let lm_head = Linear::new(head_weight, None, device, dtype).map_err(dev_err)?;
+        let alibi_slopes = alibi_slopes(cfg.n_head);
+        Ok(Self {
+            cfg,
+            device: device.clone(),
+            dtype,
+            token_embd,
+            embd_norm,
+            blocks,
+            output_norm,
+            lm_head,
+            alibi_slopes,
+        })
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// An empty cache for `batch` rows with room for `capacity` positions.
+    pub fn new_cache(&self, batch: usize, capacity: usize) -> Result<KvCache> {
+        let c = &self.cfg;
+        KvCache::new(c.n_layer, c.n_head, c.head_dim(), batch, capacity, &self.device, self.dtype)
+    }
+
+    /// Gathers embedding rows for `ids` straight from the mapping (always on the CPU).
+    pub fn embed_rows(&self, ids: &[u32]) -> Result<Vec<f32>> {
+        let h = self.cfg.hidden;
+        let view = self.token_embd.matrix();
+        let mut out = vec![0f32; ids.len() * h];
+        for (&id, row) in ids.iter().zip(out.chunks_exact_mut(h)) {
+            if id as usize >= self.cfg.vocab {
+                candle_core::bail!("token id {id} is outside the vocabulary of {}", self.cfg.vocab);
+            }
+            view.decode_row(id as usize, row);
+        }
+        Ok(out)
+    }
+
+    /// Runs `t` new tokens for each of the cache's rows (`ids` and `mask` are `batch x t`,
+    /// mask 1 = real token, 0 = padding), appends them to the cache and returns logits:
+    /// `[batch, vocab]` for `Logits::Last`, `[batch, t, vocab]` for `Logits::All`, in f32.
+    pub fn forward(&self, ids: &[Vec<u32>], mask: &[Vec<u8>], cache: &mut KvCache, logits: Logits) -> Result<Tensor> {
+        let b = ids.len();
+        let t = ids.first().map_or(0, Vec::len);
+        if b == 0 || t == 0 || ids.iter().any(|r| r.len() != t) || mask.len() != b || mask.iter().any(|m| m.len() != t) {
+            candle_core::bail!("forward: ids and mask must be batch x t with t > 0");
+        }
+        if b != cache.batch() {
+            candle_core::bail!("forward: {b} rows, the cache has {}", cache.batch());
+        }
+        let flat: Vec<u32> = ids.iter().flatten().copied().collect();
+        let x = Tensor::from_vec(self.embed_rows(&flat)?, (b, t, self.cfg.hidden), &Device::Cpu)?;
+        let x = x.to_device(&self.device)?.to_dtype(self.dtype)?;
+        let mut x = self.embd_norm.forward(&x)?;
+
+        cache.reserve(t)?;
+        cache.push_mask(mask)?;
+        let bias = self.attention_bias(&cache.key_masks(), cache.len(), t)?;
+        for (i, block) in self.blocks.iter().enumerate() {
+            x = self.block_forward(block, i, &x, &bias, cache)?;
+        }
+        cache.advance(t);
+
+        let x = match logits {
+            Logits::Last => x.narrow(1, t - 1, 1)?,
+            Logits::All => x,
+        };
+        let x = self.output_norm.forward(&x)?;
+        let out = self.lm_head.forward(&x)?.to_dtype(DType::F32)?;
+        match logits {
+            Logits::Last => out.squeeze(1),
+            Logits::All => Ok(out),
+        }
+    }
+
+    fn block_forward(&self, blk: &Block, layer: usize, x: &Tensor, bias: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        let (b, t, h) = x.dims3()?;
+        let (nh, hd) = (self.cfg.n_head, self.cfg.head_dim());
+        let normed = blk.attn_norm.forward(x)?;
+        let qkv = blk.qkv.forward(&normed)?;
+        let split = |i: usize| -> Result<Tensor> {
+            qkv.narrow(2, i * h, h)?.reshape((b, t, nh, hd))?.transpose(1, 2)?.contiguous()
+        };
+        let (q, k, v) = (split(0)?, split(1)?, split(2)?);
+        let (k_own, v_own) = cache.write(layer, &k, &v)?;
+        let scale = 1.0 / (hd as f64).sqrt();
+        let q32 = q.to_dtype(DType::F32)?;
+        let own_scores = q32.matmul(&k_own.to_dtype(DType::F32)?.t()?)?;
+        let shared = cache.shared_kv(layer);
+        let scores = match shared {
+            Some((k_shared, _)) => {
+                let s = rows_times_shared(&q32, &k_shared.to_dtype(DType::F32)?.t()?)?;
+                Tensor::cat(&[&s, &own_scores], 3)?
+            }
+            None => own_scores,
+        };
+        let scores = (scores * scale)?.broadcast_add(bias)?;
+        let probs = softmax_last_dim(&scores)?.to_dtype(self.dtype)?;
+        let ctx = match shared {
+            Some((_, v_shared)) => {
+                let p_len = v_shared.dim(2)?;
+                let p_shared = probs.narrow(3, 0, p_len)?;
+                let p_own = probs.narrow(3, p_len, probs.dim(3)? - p_len)?.contiguous()?;
+                (rows_times_shared(&p_shared, v_shared)? + p_own.matmul(&v_own.contiguous()?)?)?
+            }
+            None => probs.matmul(&v_own.contiguous()?)?,
+        };
+        let ctx = ctx.transpose(1, 2)?.reshape((b, t, h))?;
+        let attn = (blk.attn_out.forward(&ctx)? + x)?;
+
+        let normed = blk.ffn_norm.forward(&attn)?;
+        let up = blk.ffn_up.forward(&normed)?.gelu()?;
+        blk.ffn_down.forward(&up)? + attn
+    }
+
+    /// ALiBi plus the causal and padding mask, `[batch, heads, t, total]` in f32, shared by
+    /// all layers. `mask` already includes the `t` new positions.
+    fn attention_bias(&self, mask: &[Vec<u8>], past: usize, t: usize) -> Result<Tensor> {
+        let nh = self.cfg.n_head;
+        let total = past + t;
+        let b = mask.len();
+        let mut bias = vec![0f32; b * nh * t * total];
+        for (row, m) in mask.iter().enumerate() {
+            // transformers: position = (cumsum(mask) - 1) * mask.
+            let mut pos = vec![0f32; total];
+            let mut count = 0i64;
+            for (j, &bit) in m.iter().enumerate() {
+                count += bit as i64;
+                pos[j] = if bit != 0 { (count - 1) as f32 } else { 0.0 };
+            }
+            for (hh, &slope) in self.alibi_slopes.iter().enumerate() {
+                for i in 0..t {
+                    let q_abs = past + i;
+                    let out = &mut bias[((row * nh + hh) * t + i) * total..][..total];
+                    for j in 0..total {
+                        out[j] = if j > q_abs || m[j] == 0 { MASKED } else { slope * pos[j] };
+                    }
+                }
+            }
+        }
+        Tensor::from_vec(bias, (b, nh, t, total), &Device::Cpu)?.to_device(&self.device)
+    }
+}
+
+/// `x [b, heads, t, n] @ shared[0] [heads, n, m]` -> `[b, heads, t, m]`: every row against one
+/// shared matrix per head, as one matmul per head over all rows (no copy of `shared`).
+fn rows_times_shared(x: &Tensor, shared: &Tensor) -> Result<Tensor> {
+    let (b, nh, t, n) = x.dims4()?;
+    let m = shared.dim(3)?;
+    let x = x.transpose(0, 1)?.contiguous()?.reshape((nh, b * t, n))?;
+    let y = x.matmul(&shared.squeeze(0)?.to_dtype(x.dtype())?)?;
+    y.reshape((nh, b, t, m))?.transpose(0, 1)?.contiguous()
+}
+
+/// Added to masked scores: far below any real score, yet finite so that a row with every key
+/// masked (a padding query) gives a uniform distribution instead of NaN.
+const MASKED: f32 = -1e30;
+
+fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
+    let max = x.max_keepdim(D::Minus1)?;
+    let e = x.broadcast_sub(&max)?.exp()?;
+    let sum = e.sum_keepdim(D::Minus1)?;
+    e.broadcast_div(&sum)
+}
+
+/// ALiBi slopes for any head count, as in transformers' `build_alibi_tensor`: geometric for
+/// the largest power of two, then every other slope of the next power's sequence.
+pub fn alibi_slopes(n_head: usize) -> Vec<f32> {
+    let closest = 1usize << (usize::BITS - 1 - n_head.leading_zeros());
+    let base = 2f32.powf(-(2f32.powf(-((closest as f32).log2() - 3.0))));
+    let mut slopes: Vec<f32> = (1..=closest as i32).map(|p| base.powi(p)).collect();
+    if closest != n_head {
+        let extra_base = 2f32.powf(-(2f32.powf(-((2 * closest) as f32).log2() + 3.0)));
+        let remaining = (n_head - closest).min(closest);
+        slopes.extend((0..remaining).map(|i| extra_base.powi(1 + 2 * i as i32)));
+    }
+    slopes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::alibi_slopes;
+
+    #[test]
+    fn alibi_slopes_match_transformers() {
+        // transformers.models.bloom.modeling_bloom.build_alibi_tensor slopes.
+        let s8 = alibi_slopes(8);
+        let want8 = [0.5f32, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125, 0.00390625];
+        for (a, b) in s8.iter().zip(want8) {
+            assert!((a - b).abs() < 1e-7);
+        }
+        let s6 = alibi_slopes(6);
+        // 4 heads: 2^-2 ... 2^-8; extra from base 2^-1: powers 1, 3.
+        let want6 = [0.25f32, 0.0625, 0.015625, 0.00390625, 0.5, 0.125];
+        assert_eq!(s6.len(), 6);
+        for (a, b) in s6.iter().zip(want6) {
+            assert!((a - b).abs() < 1e-7, "{s6:?}");
+        }
+    }
+}

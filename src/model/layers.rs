@@ -1,0 +1,162 @@
+//! The building blocks of the model: linear layers and LayerNorm.
+//!
+//! On the CPU both run as custom candle ops over the mapped file (no copy of the weights);
+//! on a GPU the weights are uploaded once and candle's own kernels run them.
+
+use super::weights::MappedTensor;
+use crate::kernels::{layer_norm_rows, matmul_t};
+use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
+use candle_core::{CpuStorage, CustomOp1, DType, Device, Layout, Module, Result, Shape, Tensor, D};
+use std::borrow::Cow;
+
+/// The contiguous f32 data of a CPU tensor passed to a custom op.
+fn f32_input<'a>(storage: &'a CpuStorage, layout: &Layout, op: &str) -> Result<&'a [f32]> {
+    let data = match storage {
+        CpuStorage::F32(v) => v.as_slice(),
+        _ => candle_core::bail!("{op}: expects f32 input"),
+    };
+    match layout.contiguous_offsets() {
+        Some((start, end)) => Ok(&data[start..end]),
+        None => candle_core::bail!("{op}: expects a contiguous input"),
+    }
+}
+
+/// `y = x W^T + b` over the last dimension.
+pub struct Linear {
+    weight: MappedTensor,
+    bias: Vec<f32>,
+    device_weight: Option<(QMatMul, Tensor)>,
+}
+
+impl Linear {
+    /// `weight` is `[out, in]`, `bias` is `[out]`. On a GPU the weight is uploaded now.
+    pub fn new(weight: MappedTensor, bias: Option<&MappedTensor>, device: &Device, act_dtype: DType) -> Result<Self> {
+        let out = weight.shape[0];
+        let bias = bias.map_or_else(|| vec![0f32; out], MappedTensor::to_f32_vec);
+        let device_weight = match device {
+            Device::Cpu => None,
+            _ => {
+                let qt = upload(&weight, device)?;
+                let b = Tensor::from_slice(&bias, out, device)?.to_dtype(act_dtype)?;
+                Some((QMatMul::from_arc(std::sync::Arc::new(qt))?, b))
+            }
+        };
+        Ok(Self { weight, bias, device_weight })
+    }
+
+    pub fn out_features(&self) -> usize {
+        self.weight.shape[0]
+    }
+
+    pub fn weight(&self) -> &MappedTensor {
+        &self.weight
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        match &self.device_weight {
+            None => x.contiguous()?.apply_op1_no_bwd(&CpuLinear { weight: &self.weight, bias: &self.bias }),
+            Some((w, b)) => {
+                let dtype = x.dtype();
+                // candle's quantized CUDA matmul takes f32 activations.
+                let y = w.forward(&x.to_dtype(DType::F32)?)?.to_dtype(dtype)?;
+                y.broadcast_add(b)
+            }
+        }
+    }
+}
+
+/// Uploads a mapped weight to `device` as a candle QTensor of the same ggml type.
+pub fn upload(w: &MappedTensor, device: &Device) -> Result<QTensor> {
+    use crate::gguf::GgmlType as G;
+    let dtype = match w.dtype {
+        G::F32 => GgmlDType::F32,
+        G::F16 => GgmlDType::F16,
+        G::BF16 => GgmlDType::BF16,
+        G::Q4_0 => GgmlDType::Q4_0,
+        G::Q4_1 => GgmlDType::Q4_1,
+        G::Q8_0 => GgmlDType::Q8_0,
+    };
+    let storage = QStorage::from_data(Cow::Borrowed(w.bytes()), device, dtype)?;
+    QTensor::new(storage, w.shape.as_slice())
+}
+
+struct CpuLinear<'a> {
+    weight: &'a MappedTensor,
+    bias: &'a [f32],
+}
+
+impl CustomOp1 for CpuLinear<'_> {
+    fn name(&self) -> &'static str {
+        "mapped-linear"
+    }
+
+    fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
+        let x = f32_input(storage, layout, self.name())?;
+        let w = self.weight.matrix();
+        let dims = layout.dims();
+        let k = *dims.last().unwrap_or(&0);
+        if k != w.cols {
+            candle_core::bail!("{}: input has {k} features, weight '{}' expects {}", self.name(), self.weight.name, w.cols);
+        }
+        let m = x.len() / k.max(1);
+        let mut out = vec![0f32; m * w.rows];
+        matmul_t(x, m, w, Some(self.bias), &mut out);
+        let mut out_dims = dims.to_vec();
+        *out_dims.last_mut().expect("rank >= 1") = w.rows;
+        Ok((CpuStorage::F32(out), Shape::from(out_dims)))
+    }
+}
+
+/// LayerNorm over the last dimension with gain and bias.
+pub struct LayerNorm {
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+    eps: f32,
+    device_params: Option<(Tensor, Tensor)>,
+}
+
+impl LayerNorm {
+    pub fn new(gamma: &MappedTensor, beta: &MappedTensor, eps: f32, device: &Device, act_dtype: DType) -> Result<Self> {
+        let (gamma, beta) = (gamma.to_f32_vec(), beta.to_f32_vec());
+        let device_params = match device {
+            Device::Cpu => None,
+            _ => Some((
+                Tensor::from_slice(&gamma, gamma.len(), device)?.to_dtype(act_dtype)?,
+                Tensor::from_slice(&beta, beta.len(), device)?.to_dtype(act_dtype)?,
+            )),
+        };
+        Ok(Self { gamma, beta, eps, device_params })
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        match &self.device_params {
+            None => x.contiguous()?.apply_op1_no_bwd(self),
+            Some((g, b)) => {
+                // Statistics in f32 whatever the activation type, as PyTorch does.
+                let dtype = x.dtype();
+                let x32 = x.to_dtype(DType::F32)?;
+                let mean = x32.mean_keepdim(D::Minus1)?;
+                let centred = x32.broadcast_sub(&mean)?;
+                let var = centred.sqr()?.mean_keepdim(D::Minus1)?;
+                let normed = centred.broadcast_div(&(var + self.eps as f64)?.sqrt()?)?;
+                normed.to_dtype(dtype)?.broadcast_mul(g)?.broadcast_add(b)
+            }
+        }
+    }
+}
+
+impl CustomOp1 for LayerNorm {
+    fn name(&self) -> &'static str {
+        "layer-norm"
+    }
+
+    fn cpu_fwd(&self, storage: &CpuStorage, layout: &Layout) -> Result<(CpuStorage, Shape)> {
+        let x = f32_input(storage, layout, self.name())?;
+        if layout.dims().last() != Some(&self.gamma.len()) {
+            candle_core::bail!("layer-norm: input {:?} does not end in {}", layout.dims(), self.gamma.len());
+        }
+        let mut out = vec![0f32; x.len()];
+        layer_norm_rows(x, &self.gamma, &self.beta, self.eps, &mut out);
+        Ok((CpuStorage::F32(out), layout.shape().clone()))
+    }
+}
