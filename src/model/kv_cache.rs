@@ -127,18 +127,26 @@ impl KvCache {
         if need <= self.capacity {
             return Ok(());
         }
-        let new_cap = need.max(self.capacity * 2);
+        self.set_capacity(need.max(self.capacity * 2))
+    }
+
+    /// Reallocates the own part to exactly `cap` positions (at least `len`).
+    fn set_capacity(&mut self, cap: usize) -> Result<()> {
+        let cap = cap.max(self.len).max(1);
+        if cap == self.capacity {
+            return Ok(());
+        }
         let batch = self.batch();
         for (k, v) in self.layers.iter_mut() {
             for t in [k, v] {
-                let grown = Tensor::zeros((batch, self.n_head, new_cap, self.head_dim), self.dtype, &self.device)?;
+                let resized = Tensor::zeros((batch, self.n_head, cap, self.head_dim), self.dtype, &self.device)?;
                 if self.len > 0 {
-                    grown.slice_set(&t.narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
+                    resized.slice_set(&t.narrow(2, 0, self.len)?.contiguous()?, 2, 0)?;
                 }
-                *t = grown;
+                *t = resized;
             }
         }
-        self.capacity = new_cap;
+        self.capacity = cap;
         Ok(())
     }
 
@@ -199,8 +207,8 @@ impl KvCache {
             other.left_pad(self.len - other.len)?;
         }
         let cap = self.capacity.max(other.capacity);
-        self.reserve(cap - self.len)?;
-        other.reserve(cap - other.len)?;
+        self.set_capacity(cap)?;
+        other.set_capacity(cap)?;
         for ((k, v), (ok, ov)) in self.layers.iter_mut().zip(other.layers) {
             *k = Tensor::cat(&[&*k, &ok], 0)?;
             *v = Tensor::cat(&[&*v, &ov], 0)?;
