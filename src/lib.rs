@@ -12,4 +12,5 @@ pub mod kernels;
 pub mod model;
 pub mod pdf;
 pub mod quant;
+pub mod sysinfo;
 pub mod tokenizer;

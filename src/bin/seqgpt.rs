@@ -16,6 +16,8 @@ enum Command {
     Generate(cli::generate::GenerateArgs),
     /// Print the last position's logits for a prompt as JSON.
     Logits(cli::logits::LogitsArgs),
+    /// Measure open time, prefill/decode speed and memory on synthetic prompts.
+    Bench(cli::bench::BenchArgs),
     /// Print a PDF's text, pages separated by form feeds.
     ExtractText(cli::extract_text::ExtractTextArgs),
 }
@@ -29,6 +31,7 @@ fn main() {
     let result = match cli.command {
         Command::Generate(args) => cli::generate::run(args),
         Command::Logits(args) => cli::logits::run(args),
+        Command::Bench(args) => cli::bench::run(args),
         Command::ExtractText(args) => cli::extract_text::run(args),
     };
     if let Err(err) = result {

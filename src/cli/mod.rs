@@ -1,5 +1,6 @@
 //! Subcommands of the `seqgpt` command-line tool, one module each.
 
+pub mod bench;
 pub mod common;
 pub mod extract_text;
 pub mod generate;
