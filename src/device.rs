@@ -49,3 +49,53 @@ pub fn describe(device: &Device) -> String {
         _ => format!("{:?}", device.location()),
     }
 }
+
+/// What a device is: name, compute capability and memory (GPU), for `seqgpt info` and logs.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DeviceInfo {
+    pub device: String,
+    pub name: String,
+    pub compute_capability: Option<(i32, i32)>,
+    pub total_memory_bytes: Option<u64>,
+    pub free_memory_bytes: Option<u64>,
+}
+
+pub fn info(device: &Device) -> DeviceInfo {
+    #[allow(unused_mut)] // filled in further with the cuda feature
+    let mut out = DeviceInfo {
+        device: describe(device),
+        name: cpu_name(),
+        compute_capability: None,
+        total_memory_bytes: crate::sysinfo::mem_total_bytes(),
+        free_memory_bytes: crate::sysinfo::mem_available_bytes(),
+    };
+    #[cfg(feature = "cuda")]
+    if let Device::Cuda(d) = device {
+        let stream = d.cuda_stream();
+        let ctx = stream.context();
+        out.name = ctx.name().unwrap_or_else(|_| "CUDA device".into());
+        out.compute_capability = ctx.compute_capability().ok();
+        if let Ok((free, total)) = ctx.mem_get_info() {
+            out.free_memory_bytes = Some(free as u64);
+            out.total_memory_bytes = Some(total as u64);
+        }
+    }
+    out
+}
+
+/// Free memory on `device` (GPU memory on CUDA, MemAvailable on the CPU).
+pub fn free_memory_bytes(device: &Device) -> Option<u64> {
+    info(device).free_memory_bytes
+}
+
+fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name") || l.starts_with("Model"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|v| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}

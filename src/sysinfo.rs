@@ -35,3 +35,20 @@ pub fn cgroup_memory_headroom_bytes() -> Option<u64> {
     let current: u64 = std::fs::read_to_string(dir.join("memory.current")).ok()?.trim().parse().ok()?;
     Some(max.saturating_sub(current))
 }
+
+/// `MemTotal` from /proc/meminfo.
+pub fn mem_total_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: u64 = line["MemTotal:".len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The Jetson module and L4T release, when this is a Jetson (device tree model string and
+/// /etc/nv_tegra_release), else None.
+pub fn jetson_model() -> Option<(String, Option<String>)> {
+    let model = std::fs::read_to_string("/proc/device-tree/model").ok()?;
+    let model = model.trim_end_matches('\0').trim().to_string();
+    let release = std::fs::read_to_string("/etc/nv_tegra_release").ok().and_then(|s| s.lines().next().map(|l| l.trim().to_string()));
+    Some((model, release))
+}

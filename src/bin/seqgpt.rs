@@ -18,11 +18,19 @@ enum Command {
     Logits(cli::logits::LogitsArgs),
     /// Measure open time, prefill/decode speed and memory on synthetic prompts.
     Bench(cli::bench::BenchArgs),
+    /// Show the device, its memory, the Jetson model and a model's placement plan.
+    Info(cli::info::InfoArgs),
     /// Print a PDF's text, pages separated by form feeds.
     ExtractText(cli::extract_text::ExtractTextArgs),
 }
 
 fn main() {
+    // A closed pipe (`seqgpt ... | head`) ends the process quietly, as for any Unix tool,
+    // instead of a panic inside println!.
+    // SAFETY: restoring the default disposition of a signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("SEQGPT_LOG").unwrap_or_else(|_| "warn".into()))
         .with_writer(std::io::stderr)
@@ -32,6 +40,7 @@ fn main() {
         Command::Generate(args) => cli::generate::run(args),
         Command::Logits(args) => cli::logits::run(args),
         Command::Bench(args) => cli::bench::run(args),
+        Command::Info(args) => cli::info::run(args),
         Command::ExtractText(args) => cli::extract_text::run(args),
     };
     if let Err(err) = result {

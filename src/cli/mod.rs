@@ -4,4 +4,5 @@ pub mod bench;
 pub mod common;
 pub mod extract_text;
 pub mod generate;
+pub mod info;
 pub mod logits;

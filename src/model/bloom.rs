@@ -40,6 +40,9 @@ pub struct Bloom {
     output_norm: LayerNorm,
     lm_head: Linear,
     alibi_slopes: Vec<f32>,
+    /// The slopes on the GPU, for the fused attention kernel.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    device_slopes: Option<Tensor>,
 }
 
 /// Model-loading errors: the file's, or the device's.
@@ -89,9 +92,16 @@ impl Bloom {
         }
         let output_norm = norm("output_norm")?;
         // No `output` tensor: the head is tied to the token embeddings.
-        let head_weight = w.optional("output.weight", &[cfg.vocab, h])?.unwrap_or_else(|| token_embd.clone());
-        let lm_head = Linear::new(head_weight, None, device, dtype).map_err(dev_err)?;
+        let lm_head = match w.optional("output.weight", &[cfg.vocab, h])? {
+            Some(head) => Linear::new(head, None, device, dtype),
+            None => Linear::tied_head(&token_embd, device, dtype),
+        }
+        .map_err(dev_err)?;
         let alibi_slopes = alibi_slopes(cfg.n_head);
+        let device_slopes = match device {
+            Device::Cpu => None,
+            _ => Some(Tensor::from_slice(&alibi_slopes, cfg.n_head, device).map_err(dev_err)?),
+        };
         Ok(Self {
             cfg,
             device: device.clone(),
@@ -102,6 +112,7 @@ impl Bloom {
             output_norm,
             lm_head,
             alibi_slopes,
+            device_slopes,
         })
     }
 
@@ -152,15 +163,28 @@ impl Bloom {
 
         cache.reserve(t)?;
         cache.push_mask(mask)?;
+        #[cfg(feature = "cuda")]
+        if self.can_fuse(cache, t) {
+            let kpos = self.key_positions(&cache.key_masks())?;
+            for (i, block) in self.blocks.iter().enumerate() {
+                x = self.block_forward_fused(block, i, &x, &kpos, cache)?;
+            }
+            cache.advance(t);
+            return self.head(&x, t, logits);
+        }
         let bias = self.attention_bias(&cache.key_masks(), cache.len(), t)?;
         for (i, block) in self.blocks.iter().enumerate() {
             x = self.block_forward(block, i, &x, &bias, cache)?;
         }
         cache.advance(t);
+        self.head(&x, t, logits)
+    }
 
+    /// Final LayerNorm and LM head on the positions `logits` asks for.
+    fn head(&self, x: &Tensor, t: usize, logits: Logits) -> Result<Tensor> {
         let x = match logits {
             Logits::Last => x.narrow(1, t - 1, 1)?,
-            Logits::All => x,
+            Logits::All => x.clone(),
         };
         let x = self.output_norm.forward(&x)?;
         let out = self.lm_head.forward(&x)?.to_dtype(DType::F32)?;
@@ -208,6 +232,71 @@ impl Bloom {
         let normed = blk.ffn_norm.forward(&attn)?;
         let up = blk.ffn_up.forward(&normed)?.gelu()?;
         blk.ffn_down.forward(&up)? + attn
+    }
+
+    /// The fused CUDA path applies to f16 activations on a GPU, without a shared prefix,
+    /// while the scores of one query fit the kernel's shared memory.
+    #[cfg(feature = "cuda")]
+    fn can_fuse(&self, cache: &KvCache, t: usize) -> bool {
+        self.device.is_cuda()
+            && self.dtype == DType::F16
+            && super::fused_kernels_enabled()
+            && cache.shared_len() == 0
+            && cache.len() + t + self.cfg.head_dim() + 32 <= 12 * 1024
+    }
+
+    /// Per row, each key's ALiBi position, or -1 for padding: `[batch, total]` f32.
+    #[cfg(feature = "cuda")]
+    fn key_positions(&self, masks: &[Vec<u8>]) -> Result<Tensor> {
+        let total = masks.first().map_or(0, Vec::len);
+        let mut kpos = Vec::with_capacity(masks.len() * total);
+        for m in masks {
+            let mut count = 0f32;
+            for &bit in m {
+                if bit != 0 {
+                    kpos.push(count);
+                    count += 1.0;
+                } else {
+                    kpos.push(-1.0);
+                }
+            }
+        }
+        Tensor::from_vec(kpos, (masks.len(), total), &Device::Cpu)?.to_device(&self.device)
+    }
+
+    /// One block with the fused kernels: LayerNorm, QKV matmul, K/V appended to the cache
+    /// (bias added), attention, output matmul + bias + residual, LayerNorm, up matmul +
+    /// bias + GELU, down matmul + bias + residual.
+    #[cfg(feature = "cuda")]
+    fn block_forward_fused(&self, blk: &Block, layer: usize, x: &Tensor, kpos: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        use super::cuda::{AttentionOp, AttnDims, BiasGeluOp, BiasResidualOp, KvAppendOp};
+        let (b, t, _) = x.dims3()?;
+        let missing = || candle_core::Error::Msg("fused path without GPU weights".into());
+        let normed = blk.attn_norm.forward(x)?;
+        let qkv = blk.qkv.forward_no_bias(&normed)?.contiguous()?;
+        let qkv_bias = blk.qkv.device_bias().ok_or_else(missing)?.clone();
+        let dims = AttnDims {
+            batch: b,
+            t,
+            heads: self.cfg.n_head,
+            head_dim: self.cfg.head_dim(),
+            cap: cache.capacity(),
+            past: cache.own_len(),
+        };
+        let (kc, vc) = cache.layer(layer);
+        kc.inplace_op2(&qkv, &KvAppendOp { dims, part: 1, bias: qkv_bias.clone() })?;
+        vc.inplace_op2(&qkv, &KvAppendOp { dims, part: 2, bias: qkv_bias.clone() })?;
+        let slopes = self.device_slopes.clone().ok_or_else(missing)?;
+        let scale = 1.0 / (self.cfg.head_dim() as f32).sqrt();
+        let attn = AttentionOp { dims, qkv_bias, kpos: kpos.clone(), slopes, scale };
+        let ctx = qkv.apply_op3_no_bwd(kc, vc, &attn)?;
+        let out_bias = blk.attn_out.device_bias().ok_or_else(missing)?;
+        let h1 = blk.attn_out.forward_no_bias(&ctx)?.apply_op3_no_bwd(out_bias, x, &BiasResidualOp)?;
+        let normed = blk.ffn_norm.forward(&h1)?;
+        let up_bias = blk.ffn_up.device_bias().ok_or_else(missing)?;
+        let up = blk.ffn_up.forward_no_bias(&normed)?.apply_op2_no_bwd(up_bias, &BiasGeluOp)?;
+        let down_bias = blk.ffn_down.device_bias().ok_or_else(missing)?;
+        blk.ffn_down.forward_no_bias(&up)?.apply_op3_no_bwd(down_bias, &h1, &BiasResidualOp)
     }
 
     /// ALiBi plus the causal and padding mask, `[batch, heads, t, total]` in f32, shared by

@@ -72,6 +72,17 @@ impl KvCache {
         self.shared_len() + self.len
     }
 
+    /// Positions of the rows' own part (what `capacity` counts).
+    pub fn own_len(&self) -> usize {
+        self.len
+    }
+
+    /// Keys and values of `layer`'s own part, `[batch, heads, capacity, head_dim]`.
+    pub fn layer(&self, layer: usize) -> (&Tensor, &Tensor) {
+        let (k, v) = &self.layers[layer];
+        (k, v)
+    }
+
     /// Positions in the shared prefix (0 without one).
     pub fn shared_len(&self) -> usize {
         self.shared.as_ref().map_or(0, |s| s.mask.len())

@@ -21,27 +21,57 @@ fn f32_input<'a>(storage: &'a CpuStorage, layout: &Layout, op: &str) -> Result<&
     }
 }
 
+/// A weight uploaded to a GPU: kept quantized (candle's quantized matmul) or dense.
+enum DeviceWeight {
+    Quantized(QMatMul),
+    Dense(Tensor),
+}
+
 /// `y = x W^T + b` over the last dimension.
 pub struct Linear {
     weight: MappedTensor,
     bias: Vec<f32>,
-    device_weight: Option<(QMatMul, Tensor)>,
+    device: Option<(DeviceWeight, Tensor)>,
 }
 
 impl Linear {
-    /// `weight` is `[out, in]`, `bias` is `[out]`. On a GPU the weight is uploaded now.
+    /// `weight` is `[out, in]`, `bias` is `[out]`. On a GPU the weight is uploaded now and
+    /// its pages of the mapping are given back (the CPU never reads them again).
     pub fn new(weight: MappedTensor, bias: Option<&MappedTensor>, device: &Device, act_dtype: DType) -> Result<Self> {
         let out = weight.shape[0];
         let bias = bias.map_or_else(|| vec![0f32; out], MappedTensor::to_f32_vec);
         let device_weight = match device {
             Device::Cpu => None,
             _ => {
-                let qt = upload(&weight, device)?;
+                let w = if weight.dtype.is_quantized() {
+                    DeviceWeight::Quantized(QMatMul::from_arc(std::sync::Arc::new(upload(&weight, device)?))?)
+                } else {
+                    let dense = Tensor::from_vec(weight.to_f32_vec(), weight.shape.as_slice(), &Device::Cpu)?;
+                    DeviceWeight::Dense(dense.to_device(device)?.to_dtype(act_dtype)?)
+                };
+                weight.release_pages();
                 let b = Tensor::from_slice(&bias, out, device)?.to_dtype(act_dtype)?;
-                Some((QMatMul::from_arc(std::sync::Arc::new(qt))?, b))
+                Some((w, b))
             }
         };
-        Ok(Self { weight, bias, device_weight })
+        Ok(Self { weight, bias, device: device_weight })
+    }
+
+    /// A GPU head from a tied embedding: dense embeddings are quantized to Q8_0 on the way
+    /// (the head is the largest matrix and decoding reads all of it every token).
+    pub fn tied_head(embedding: &MappedTensor, device: &Device, act_dtype: DType) -> Result<Self> {
+        if device.is_cpu() || embedding.dtype.is_quantized() {
+            return Self::new(embedding.clone(), None, device, act_dtype);
+        }
+        let dense = Tensor::from_vec(embedding.to_f32_vec(), embedding.shape.as_slice(), &Device::Cpu)?;
+        let q = QTensor::quantize_onto(&dense, GgmlDType::Q8_0, device)?;
+        let out = embedding.shape[0];
+        let b = Tensor::zeros(out, act_dtype, device)?;
+        Ok(Self {
+            weight: embedding.clone(),
+            bias: vec![0f32; out],
+            device: Some((DeviceWeight::Quantized(QMatMul::from_arc(std::sync::Arc::new(q))?), b)),
+        })
     }
 
     pub fn out_features(&self) -> usize {
@@ -52,15 +82,24 @@ impl Linear {
         &self.weight
     }
 
+    /// The bias on the GPU (None on the CPU).
+    pub fn device_bias(&self) -> Option<&Tensor> {
+        self.device.as_ref().map(|(_, b)| b)
+    }
+
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        match &self.device_weight {
+        match &self.device {
             None => x.contiguous()?.apply_op1_no_bwd(&CpuLinear { weight: &self.weight, bias: &self.bias }),
-            Some((w, b)) => {
-                let dtype = x.dtype();
-                // candle's quantized CUDA matmul takes f32 activations.
-                let y = w.forward(&x.to_dtype(DType::F32)?)?.to_dtype(dtype)?;
-                y.broadcast_add(b)
-            }
+            Some((_, b)) => self.forward_no_bias(x)?.broadcast_add(b),
+        }
+    }
+
+    /// `x W^T` without the bias (GPU: fused kernels add it together with what follows).
+    pub fn forward_no_bias(&self, x: &Tensor) -> Result<Tensor> {
+        match &self.device {
+            None => x.contiguous()?.apply_op1_no_bwd(&CpuLinear { weight: &self.weight, bias: &[] }),
+            Some((DeviceWeight::Quantized(w), _)) => w.forward(&x.contiguous()?),
+            Some((DeviceWeight::Dense(w), _)) => x.broadcast_matmul(&w.t()?),
         }
     }
 }
@@ -100,7 +139,8 @@ impl CustomOp1 for CpuLinear<'_> {
         }
         let m = x.len() / k.max(1);
         let mut out = vec![0f32; m * w.rows];
-        matmul_t(x, m, w, Some(self.bias), &mut out);
+        let bias = (!self.bias.is_empty()).then_some(self.bias);
+        matmul_t(x, m, w, bias, &mut out);
         let mut out_dims = dims.to_vec();
         *out_dims.last_mut().expect("rank >= 1") = w.rows;
         Ok((CpuStorage::F32(out), Shape::from(out_dims)))
@@ -131,6 +171,10 @@ impl LayerNorm {
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         match &self.device_params {
             None => x.contiguous()?.apply_op1_no_bwd(self),
+            #[cfg(feature = "cuda")]
+            Some((g, b)) if x.device().is_cuda() && x.dtype() == DType::F16 && super::fused_kernels_enabled() => {
+                x.contiguous()?.apply_op3_no_bwd(g, b, &super::cuda::LayerNormOp { eps: self.eps })
+            }
             Some((g, b)) => {
                 // Statistics in f32 whatever the activation type, as PyTorch does.
                 let dtype = x.dtype();

@@ -50,6 +50,20 @@ impl MappedTensor {
         &self.mmap
     }
 
+    /// Gives this tensor's pages of the mapping back to the kernel (after uploading it to a
+    /// GPU). On Jetson the CPU and GPU share DRAM: without this the weights are paid twice.
+    /// Only whole pages inside the tensor are released; a later read pages them back in.
+    pub fn release_pages(&self) {
+        let page = 4096usize;
+        let start = self.offset.div_ceil(page) * page;
+        let end = (self.offset + self.len) / page * page;
+        if end > start {
+            // SAFETY: the mapping is read-only and file-backed: MADV_DONTNEED drops the
+            // page-cache references, and any later access re-reads the same bytes.
+            let _ = unsafe { self.mmap.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
+        }
+    }
+
     /// This tensor as a `rows x cols` matrix (it must be 2-D).
     pub fn matrix(&self) -> WeightView<'_> {
         WeightView { dtype: self.dtype, bytes: self.bytes(), rows: self.shape[0], cols: self.shape[1] }
