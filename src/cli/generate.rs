@@ -43,19 +43,24 @@ pub struct GenerateArgs {
     pub json: bool,
 }
 
-pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
-    let prompts: Vec<String> = match (&args.prompt, &args.prompts_file) {
-        (Some(p), _) => vec![p.clone()],
+/// The prompt, or the prompts of a file with one JSON string per line.
+pub fn read_prompts(prompt: Option<&str>, file: Option<&std::path::Path>) -> anyhow::Result<Vec<String>> {
+    match (prompt, file) {
+        (Some(p), _) => Ok(vec![p.to_string()]),
         (None, Some(f)) => {
             let text = std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?;
             text.lines()
                 .enumerate()
                 .filter(|(_, l)| !l.trim().is_empty())
                 .map(|(i, l)| serde_json::from_str::<String>(l).with_context(|| format!("{} line {}: not a JSON string", f.display(), i + 1)))
-                .collect::<anyhow::Result<_>>()?
+                .collect()
         }
         (None, None) => anyhow::bail!("give --prompt or --prompts-file"),
-    };
+    }
+}
+
+pub fn run(args: GenerateArgs) -> anyhow::Result<()> {
+    let prompts = read_prompts(args.prompt.as_deref(), args.prompts_file.as_deref())?;
     if let Some(t) = args.temperature {
         anyhow::ensure!(t.is_finite() && t >= 0.0, "--temperature must be >= 0");
     }

@@ -6,8 +6,11 @@ use super::common::{open_engine, ModelArgs};
 pub struct LogitsArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+    #[arg(long, conflicts_with = "prompts_file", required_unless_present = "prompts_file")]
+    pub prompt: Option<String>,
+    /// One JSON string per line; prints one JSON object per line, in order.
     #[arg(long)]
-    pub prompt: String,
+    pub prompts_file: Option<std::path::PathBuf>,
     /// Only the N largest logits (`top_ids`, `top_logits`).
     #[arg(long)]
     pub top: Option<usize>,
@@ -17,10 +20,18 @@ pub struct LogitsArgs {
 }
 
 pub fn run(args: LogitsArgs) -> anyhow::Result<()> {
+    let prompts = super::generate::read_prompts(args.prompt.as_deref(), args.prompts_file.as_deref())?;
     let engine = open_engine(&args.model)?;
-    let ids = engine.encode(&args.prompt)?;
+    for prompt in &prompts {
+        print_logits(&engine, prompt, args.top)?;
+    }
+    Ok(())
+}
+
+fn print_logits(engine: &crate::engine::Engine, prompt: &str, top: Option<usize>) -> anyhow::Result<()> {
+    let ids = engine.encode(prompt)?;
     let logits = engine.last_logits(&ids)?;
-    let out = match args.top {
+    let out = match top {
         None => serde_json::json!({"ids": ids, "logits": logits}),
         Some(n) => {
             let mut order: Vec<usize> = (0..logits.len()).collect();
