@@ -1,10 +1,12 @@
 //! `y = x W^T + b` with `W` in any ggml type the engine loads, read in place.
 //!
-//! Work is split over tiles of weight rows (all cores, rayon). A tile is decoded to f32
-//! once into a per-thread buffer and then multiplied with every input row, so quantized
-//! weights cost one decode per matmul however many rows `x` has.
+//! Work is split over tiles of weight rows (all cores, rayon); each tile meets every input
+//! row while it is in cache. Q4_0/Q4_1/Q8_0 weights use integer dot products against
+//! activations quantized to 8 bits (`qdot`), like llama.cpp; other types are decoded to f32
+//! per tile into a per-thread buffer and use f32 dot products.
 
 use super::dot::dot_rows;
+use super::qdot::{self, QKind, Q8Row};
 use crate::gguf::GgmlType;
 use crate::quant::dequantize_row;
 use rayon::prelude::*;
@@ -57,6 +59,16 @@ impl OutPtr {
 
 thread_local! {
     static TILE: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    static QROWS: RefCell<Vec<Q8Row>> = const { RefCell::new(Vec::new()) };
+}
+
+fn int_kind(dtype: GgmlType) -> Option<QKind> {
+    match dtype {
+        GgmlType::Q4_0 => Some(QKind::Q4_0),
+        GgmlType::Q4_1 => Some(QKind::Q4_1),
+        GgmlType::Q8_0 => Some(QKind::Q8_0),
+        _ => None,
+    }
 }
 
 /// `out[i, j] = sum_k x[i, k] * W[j, k] + bias[j]` for `m` input rows.
@@ -67,6 +79,9 @@ pub fn matmul_t(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]>, ou
     assert_eq!(out.len(), m * n, "matmul_t: output is not m x rows");
     if let Some(b) = bias {
         assert_eq!(b.len(), n, "matmul_t: bias length");
+    }
+    if let Some(kind) = int_kind(w.dtype) {
+        return matmul_t_int(x, m, w, kind, bias, out);
     }
     let tile = tile_rows(k);
     let n_tiles = n.div_ceil(tile);
@@ -100,6 +115,45 @@ pub fn matmul_t(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]>, ou
                 // i * n + r0 + rows <= m * n = out.len().
                 unsafe {
                     std::ptr::copy_nonoverlapping(acc.as_ptr(), out_ptr.get().add(i * n + r0), rows);
+                }
+            }
+        });
+    });
+}
+
+/// The integer path: quantize the input rows once, then integer dot products per tile.
+fn matmul_t_int(x: &[f32], m: usize, w: WeightView<'_>, kind: QKind, bias: Option<&[f32]>, out: &mut [f32]) {
+    let (n, k) = (w.rows, w.cols);
+    QROWS.with(|rows| {
+        let mut rows = rows.borrow_mut();
+        if rows.len() < m {
+            rows.resize_with(m, Q8Row::default);
+        }
+        let rows = &mut rows[..m];
+        if m * k >= 1 << 16 {
+            rows.par_iter_mut().enumerate().for_each(|(i, q)| q.quantize(&x[i * k..(i + 1) * k]));
+        } else {
+            rows.iter_mut().enumerate().for_each(|(i, q)| q.quantize(&x[i * k..(i + 1) * k]));
+        }
+        let rows: &[Q8Row] = rows;
+        let rb = w.row_bytes();
+        // Small tiles at decode (m = 1) spread a matrix over all cores; larger ones at
+        // prefill keep a tile in L1/L2 while every input row passes over it.
+        let tile = if m == 1 { 16 } else { (32 * 1024 / rb.max(1)).clamp(4, 64) };
+        let n_tiles = n.div_ceil(tile);
+        let out_ptr = OutPtr(out.as_mut_ptr());
+        (0..n_tiles).into_par_iter().for_each(|t| {
+            let r0 = t * tile;
+            let count = tile.min(n - r0);
+            let wt = w.rows_bytes(r0, count);
+            let mut acc = [0f32; 64];
+            for (i, xq) in rows.iter().enumerate() {
+                for (r, a) in acc[..count].iter_mut().enumerate() {
+                    *a = qdot::dot(kind, &wt[r * rb..(r + 1) * rb], xq) + bias.map_or(0.0, |b| b[r0 + r]);
+                }
+                // SAFETY: as in matmul_t, this tile owns columns r0..r0+count.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(acc.as_ptr(), out_ptr.get().add(i * n + r0), count);
                 }
             }
         });
@@ -148,7 +202,19 @@ mod tests {
             for r in 0..n {
                 view.decode_row(r, &mut decoded[r * k..(r + 1) * k]);
             }
-            let want = reference(&x, m, &decoded, n, k, &bias);
+            // Integer paths see 8-bit activations: compare with those exactly.
+            let xs: Vec<f32> = if int_kind(dtype).is_some() {
+                x.chunks(k)
+                    .flat_map(|row| {
+                        let mut q = Q8Row::default();
+                        q.quantize(row);
+                        (0..k).map(move |i| q.q[i] as f32 * q.d[i / 32]).collect::<Vec<_>>()
+                    })
+                    .collect()
+            } else {
+                x.clone()
+            };
+            let want = reference(&xs, m, &decoded, n, k, &bias);
             let mut got = vec![0f32; m * n];
             matmul_t(&x, m, view, Some(&bias), &mut got);
             for (a, b) in got.iter().zip(&want) {

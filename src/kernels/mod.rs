@@ -7,6 +7,7 @@
 pub mod dot;
 pub mod matmul;
 pub mod norm;
+pub mod qdot;
 
 pub use matmul::{matmul_t, WeightView};
 pub use norm::layer_norm_rows;

@@ -1,0 +1,290 @@
+//! Integer dot products of quantized weight rows with activations quantized to 8 bits.
+//!
+//! As in llama.cpp, activations are quantized per 32-value block (`d = max|x| / 127`,
+//! `q = round(x / d)`) so that a weight block and an activation block multiply as integers:
+//! - q8_0: `sum(w_q * x_q) * d_w * d_x`
+//! - q4_0: `(sum(n * x_q) - 8 * sum(x_q)) * d_w * d_x`, with `n` the 0..15 nibbles
+//! - q4_1: `sum(n * x_q) * d_w * d_x + m_w * d_x * sum(x_q)`
+//!
+//! The nibble form keeps the weights unsigned, which is what x86's `maddubs` (u8 x i8)
+//! wants, and NEON's `sdot` takes after a shift. AVX2 (x86_64) and dot-product NEON
+//! (aarch64) paths are chosen at run time; the scalar path is the reference in the tests.
+
+use half::f16;
+
+pub const QK: usize = 32;
+
+/// One activation row quantized to 8 bits in blocks of 32.
+#[derive(Default, Clone)]
+pub struct Q8Row {
+    pub q: Vec<i8>,
+    /// Per block: the scale.
+    pub d: Vec<f32>,
+    /// Per block: the sum of the quantized values (as f32, exact).
+    pub sum: Vec<f32>,
+}
+
+impl Q8Row {
+    /// Quantizes `x` (a whole number of blocks) into this row, reusing its buffers.
+    pub fn quantize(&mut self, x: &[f32]) {
+        let nb = x.len() / QK;
+        self.q.resize(nb * QK, 0);
+        self.d.resize(nb, 0.0);
+        self.sum.resize(nb, 0.0);
+        for (b, xs) in x.chunks_exact(QK).enumerate() {
+            let amax = xs.iter().fold(0f32, |m, v| m.max(v.abs()));
+            let d = amax / 127.0;
+            let id = if d > 0.0 { 1.0 / d } else { 0.0 };
+            let mut s = 0i32;
+            for (q, &v) in self.q[b * QK..(b + 1) * QK].iter_mut().zip(xs) {
+                *q = (v * id).round() as i8;
+                s += *q as i32;
+            }
+            self.d[b] = d;
+            self.sum[b] = s as f32;
+        }
+    }
+
+    pub fn blocks(&self) -> usize {
+        self.d.len()
+    }
+}
+
+#[inline]
+fn f16_at(b: &[u8], i: usize) -> f32 {
+    f16::from_le_bytes([b[i], b[i + 1]]).to_f32()
+}
+
+/// Dot product of a weight row in `kind` (q4_0, q4_1 or q8_0 blocks) with `x`.
+#[inline]
+pub fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if super::dot::has_avx2_fma() {
+            // SAFETY: AVX2 and FMA are present (checked above); slices hold whole blocks.
+            return unsafe { avx2::dot(kind, w, x) };
+        }
+    }
+    #[cfg(target_arch = "aarch64")]
+    {
+        if neon::has_dotprod() {
+            // SAFETY: the CPU has the dot-product extension (checked above).
+            return unsafe { neon::dot(kind, w, x) };
+        }
+    }
+    scalar_dot(kind, w, x)
+}
+
+/// The weight block types with integer kernels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QKind {
+    Q4_0,
+    Q4_1,
+    Q8_0,
+}
+
+impl QKind {
+    pub fn block_bytes(self) -> usize {
+        match self {
+            QKind::Q4_0 => 18,
+            QKind::Q4_1 => 20,
+            QKind::Q8_0 => 34,
+        }
+    }
+}
+
+/// Reference implementation (also the fallback).
+pub fn scalar_dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
+    let bb = kind.block_bytes();
+    let mut acc = 0f32;
+    for b in 0..x.blocks() {
+        let wb = &w[b * bb..(b + 1) * bb];
+        let xq = &x.q[b * QK..(b + 1) * QK];
+        let dx = x.d[b];
+        match kind {
+            QKind::Q8_0 => {
+                let s: i32 = wb[2..].iter().zip(xq).map(|(&w, &x)| w as i8 as i32 * x as i32).sum();
+                acc += s as f32 * f16_at(wb, 0) * dx;
+            }
+            QKind::Q4_0 | QKind::Q4_1 => {
+                let nib = if kind == QKind::Q4_0 { &wb[2..] } else { &wb[4..] };
+                let mut s = 0i32;
+                for j in 0..QK / 2 {
+                    s += (nib[j] & 0x0f) as i32 * xq[j] as i32 + (nib[j] >> 4) as i32 * xq[j + QK / 2] as i32;
+                }
+                if kind == QKind::Q4_0 {
+                    acc += (s as f32 - 8.0 * x.sum[b]) * f16_at(wb, 0) * dx;
+                } else {
+                    acc += s as f32 * f16_at(wb, 0) * dx + f16_at(wb, 2) * dx * x.sum[b];
+                }
+            }
+        }
+    }
+    acc
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{f16_at, QKind, Q8Row, QK};
+    use std::arch::x86_64::*;
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn hsum(v: __m256) -> f32 {
+        let lo = _mm256_castps256_ps128(v);
+        let hi = _mm256_extractf128_ps(v, 1);
+        let s = _mm_add_ps(lo, hi);
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        let s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+        _mm_cvtss_f32(s)
+    }
+
+    /// 16 bytes of nibbles -> 32 bytes 0..15: low nibbles first (values 0..16), then high.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn unpack_nibbles(p: *const u8) -> __m256i {
+        let b = _mm_loadu_si128(p as *const __m128i);
+        let lo = _mm_and_si128(b, _mm_set1_epi8(0x0f));
+        let hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(0x0f));
+        _mm256_set_m128i(hi, lo)
+    }
+
+    /// u8 x i8 products summed into 8 i32 lanes, as f32.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn dot_u8_i8(u: __m256i, s: __m256i) -> __m256 {
+        let p16 = _mm256_maddubs_epi16(u, s);
+        let p32 = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
+        _mm256_cvtepi32_ps(p32)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
+        let bb = kind.block_bytes();
+        let nb = x.blocks();
+        debug_assert!(w.len() >= nb * bb && x.q.len() >= nb * QK);
+        let wp = w.as_ptr();
+        let xp = x.q.as_ptr();
+        let mut acc = _mm256_setzero_ps();
+        let mut corr = 0f32;
+        for b in 0..nb {
+            let wb = wp.add(b * bb);
+            let xv = _mm256_loadu_si256(xp.add(b * QK) as *const __m256i);
+            let dx = *x.d.get_unchecked(b);
+            let dw = f16_at(std::slice::from_raw_parts(wb, 4), 0);
+            match kind {
+                QKind::Q8_0 => {
+                    let wv = _mm256_loadu_si256(wb.add(2) as *const __m256i);
+                    // |w| x sign(x, w): maddubs needs its first operand unsigned.
+                    let aw = _mm256_sign_epi8(wv, wv);
+                    let sx = _mm256_sign_epi8(xv, wv);
+                    acc = _mm256_fmadd_ps(dot_u8_i8(aw, sx), _mm256_set1_ps(dw * dx), acc);
+                }
+                QKind::Q4_0 => {
+                    let n = unpack_nibbles(wb.add(2));
+                    let scale = dw * dx;
+                    acc = _mm256_fmadd_ps(dot_u8_i8(n, xv), _mm256_set1_ps(scale), acc);
+                    corr -= 8.0 * scale * *x.sum.get_unchecked(b);
+                }
+                QKind::Q4_1 => {
+                    let n = unpack_nibbles(wb.add(4));
+                    let m = f16_at(std::slice::from_raw_parts(wb, 4), 2);
+                    acc = _mm256_fmadd_ps(dot_u8_i8(n, xv), _mm256_set1_ps(dw * dx), acc);
+                    corr += m * dx * *x.sum.get_unchecked(b);
+                }
+            }
+        }
+        hsum(acc) + corr
+    }
+}
+
+#[cfg(target_arch = "aarch64")]
+mod neon {
+    use super::{f16_at, QKind, Q8Row, QK};
+    use std::arch::aarch64::*;
+
+    pub fn has_dotprod() -> bool {
+        use std::sync::OnceLock;
+        static HAS: OnceLock<bool> = OnceLock::new();
+        *HAS.get_or_init(|| std::arch::is_aarch64_feature_detected!("dotprod"))
+    }
+
+    /// `sdot` through inline assembly: stable Rust has no intrinsic for it yet.
+    #[inline]
+    #[target_feature(enable = "neon,dotprod")]
+    unsafe fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
+        let mut r = acc;
+        std::arch::asm!("sdot {r:v}.4s, {a:v}.16b, {b:v}.16b", r = inout(vreg) r, a = in(vreg) a, b = in(vreg) b, options(pure, nomem, nostack));
+        r
+    }
+
+    #[target_feature(enable = "neon,dotprod")]
+    pub unsafe fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
+        let bb = kind.block_bytes();
+        let nb = x.blocks();
+        let wp = w.as_ptr();
+        let xp = x.q.as_ptr();
+        let mut acc = vdupq_n_f32(0.0);
+        let mut corr = 0f32;
+        for b in 0..nb {
+            let wb = wp.add(b * bb);
+            let x0 = vld1q_s8(xp.add(b * QK));
+            let x1 = vld1q_s8(xp.add(b * QK + 16));
+            let dx = *x.d.get_unchecked(b);
+            let hdr = std::slice::from_raw_parts(wb, 4);
+            let dw = f16_at(hdr, 0);
+            let zero = vdupq_n_s32(0);
+            let s = match kind {
+                QKind::Q8_0 => {
+                    let w0 = vld1q_s8(wb.add(2) as *const i8);
+                    let w1 = vld1q_s8(wb.add(18) as *const i8);
+                    sdot(sdot(zero, w0, x0), w1, x1)
+                }
+                QKind::Q4_0 | QKind::Q4_1 => {
+                    let nib = vld1q_u8(wb.add(if kind == QKind::Q4_0 { 2 } else { 4 }));
+                    let lo = vreinterpretq_s8_u8(vandq_u8(nib, vdupq_n_u8(0x0f)));
+                    let hi = vreinterpretq_s8_u8(vshrq_n_u8(nib, 4));
+                    sdot(sdot(zero, lo, x0), hi, x1)
+                }
+            };
+            let sf = vcvtq_f32_s32(s);
+            acc = vfmaq_n_f32(acc, sf, dw * dx);
+            match kind {
+                QKind::Q8_0 => {}
+                QKind::Q4_0 => corr -= 8.0 * dw * dx * *x.sum.get_unchecked(b),
+                QKind::Q4_1 => corr += f16_at(hdr, 2) * dx * *x.sum.get_unchecked(b),
+            }
+        }
+        vaddvq_f32(acc) + corr
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gguf::GgmlType;
+    use crate::quant::{dequantize_row, quantize_row};
+
+    #[test]
+    fn simd_matches_scalar_and_dequantized_reference() {
+        let k = 256;
+        let w: Vec<f32> = (0..k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 13.0).collect();
+        let x: Vec<f32> = (0..k).map(|i| ((i * 11 % 53) as f32 - 26.0) / 7.0).collect();
+        let mut xq = Q8Row::default();
+        xq.quantize(&x);
+        // x as the kernels see it (8-bit), to check the integer arithmetic exactly.
+        let xd: Vec<f32> = (0..k).map(|i| xq.q[i] as f32 * xq.d[i / QK]).collect();
+        for (gt, kind) in [(GgmlType::Q8_0, QKind::Q8_0), (GgmlType::Q4_0, QKind::Q4_0), (GgmlType::Q4_1, QKind::Q4_1)] {
+            let mut bytes = Vec::new();
+            quantize_row(gt, &w, &mut bytes).unwrap();
+            let mut wd = vec![0f32; k];
+            dequantize_row(gt, &bytes, &mut wd).unwrap();
+            let want: f64 = wd.iter().zip(&xd).map(|(a, b)| *a as f64 * *b as f64).sum();
+            let s = scalar_dot(kind, &bytes, &xq) as f64;
+            let f = dot(kind, &bytes, &xq) as f64;
+            let tol = 1e-3 * (1.0 + want.abs());
+            assert!((s - want).abs() < tol, "{kind:?} scalar {s} vs {want}");
+            assert!((f - want).abs() < tol, "{kind:?} simd {f} vs {want}");
+        }
+    }
+}
