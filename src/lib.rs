@@ -4,3 +4,4 @@
 
 pub mod cli;
 pub mod pdf;
+pub mod sd_notify;
