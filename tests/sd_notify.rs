@@ -160,8 +160,18 @@ fn watchdog_interval_is_half_of_watchdog_usec() {
 }
 
 /// Runs `child_pinger` in a fresh copy of this test binary with `env` set on the child only.
+/// Under emulation (jetson/check.sh runs the aarch64 tests with qemu, without binfmt_misc)
+/// `SEQGPT_TEST_RUNNER` names the emulator that must start the copy too.
 fn spawn_pinger(env: &[(&str, &str)]) -> std::process::Child {
-    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = match std::env::var_os("SEQGPT_TEST_RUNNER") {
+        Some(runner) => {
+            let mut cmd = Command::new(runner);
+            cmd.arg(exe);
+            cmd
+        }
+        None => Command::new(exe),
+    };
     cmd.args(["child_pinger", "--exact", "--test-threads=1", "--quiet"]);
     cmd.env_remove("NOTIFY_SOCKET")
         .env_remove("WATCHDOG_USEC")
