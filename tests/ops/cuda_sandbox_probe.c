@@ -1,19 +1,21 @@
-/* cuda_wx_probe: does the CUDA driver need writable+executable memory?
+/* cuda_sandbox_probe: can the CUDA driver work inside seqgptd.service's sandbox?
  *
- * systemd's MemoryDenyWriteExecute=yes (systemd <= 252: a seccomp filter) makes mmap() with
- * PROT_WRITE|PROT_EXEC, mprotect()/pkey_mprotect() with PROT_EXEC and shmat() with SHM_EXEC
- * fail with EPERM. This program installs the same filter on itself, except that a blocked call
- * is also counted and reported (SIGSYS trap, then EPERM, as systemd's filter returns), and then
- * does what seqgptd's CUDA build does: cuInit, a context, a PTX module JIT-compiled by the
- * driver, a kernel launch and a copy back; with a cuBLAS library, an SGEMM.
+ * Two settings of the unit could break a driver: MemoryDenyWriteExecute=yes (systemd <= 252: a
+ * seccomp filter that makes mmap() with PROT_WRITE|PROT_EXEC, mprotect()/pkey_mprotect() with
+ * PROT_EXEC and shmat() with SHM_EXEC fail with EPERM) and SystemCallFilter= (every system call
+ * outside the unit's allow-list fails with EPERM, SystemCallErrorNumber=EPERM). This program
+ * installs both on itself, the same way, except that each refused call is also counted and
+ * reported (a SIGSYS trap that then returns EPERM), and then does what seqgptd's CUDA build
+ * does: cuInit, a context, a PTX module JIT-compiled by the driver, a kernel launch, a copy
+ * back and, given a cuBLAS library, an SGEMM.
  *
- *   cc -O2 -o cuda_wx_probe tests/ops/cuda_wx_probe.c -ldl
- *   ./cuda_wx_probe [--no-filter] [path/to/libcublas.so]
+ * tests/ops/cuda_sandbox_probe.sh builds it with the allow-list of systemd/seqgptd.service
+ * (expanded by systemd-analyze into probe_syscalls.h) and runs it three ways:
+ *   cuda_sandbox_probe [--no-filter | --mdwe-only] [path/to/libcublas.so]
  *
- * Exit 0: everything worked under the filter (prints how many W+X requests were refused,
- * which the driver then did without). Exit 1: a CUDA step failed. Exit 2: no CUDA driver.
- * Runs on x86_64 and aarch64 (a Jetson: `gcc` is part of JetPack). docs/OPERATIONS.md says
- * what its results on the lent GPU decided for the units.
+ * Exit 0: everything worked (and it prints what was refused, which the driver did without).
+ * Exit 1: a CUDA step failed. Exit 2: no CUDA driver. x86_64 and aarch64 (a Jetson: `gcc` is
+ * part of JetPack). docs/OPERATIONS.md says what its results on the lent GPU decided.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -29,6 +31,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -44,46 +47,94 @@
 #error "x86_64 or aarch64 only"
 #endif
 
+/* Refused calls: W+X requests by kind, and system calls outside the allow-list by number. */
 static volatile sig_atomic_t blocked_mmap, blocked_mprotect, blocked_shmat;
+enum { MAX_NR = 1024 };
+static volatile sig_atomic_t blocked_nr[MAX_NR];
+
+static const long allowed[] = {
+#include "probe_syscalls.h"
+};
+
+static const struct { long nr; const char *name; } names[] = {
+#include "probe_names.h"
+};
+
+static const char *name_of(long nr) {
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].nr == nr) return names[i].name;
+    return "?";
+}
+
+static int is_wx(long nr) {
+    return nr == SYS_mmap || nr == SYS_mprotect || nr == SYS_pkey_mprotect || nr == SYS_shmat;
+}
+
+static int is_allowed(long nr) {
+    for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++)
+        if (allowed[i] == nr) return 1;
+    return 0;
+}
 
 static void on_sigsys(int sig, siginfo_t *info, void *ctx) {
     (void)sig;
-    if (info->si_syscall == SYS_mmap) blocked_mmap++;
-    else if (info->si_syscall == SYS_shmat) blocked_shmat++;
-    else blocked_mprotect++;
+    long nr = info->si_syscall;
+    if (is_wx(nr) && is_allowed(nr)) {
+        if (nr == SYS_mmap) blocked_mmap++;
+        else if (nr == SYS_shmat) blocked_shmat++;
+        else blocked_mprotect++;
+    } else if (nr >= 0 && nr < MAX_NR) {
+        blocked_nr[nr]++;
+    }
     SET_RETURN((ucontext_t *)ctx, -EPERM);
 }
 
 #define ARG2_LO offsetof(struct seccomp_data, args[2])
-/* Trap mmap(W|X), mprotect(X), pkey_mprotect(X), shmat(SHM_EXEC); allow everything else. */
-static int install_filter(void) {
-    struct sock_filter f[] = {
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROBE_AUDIT_ARCH, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 4, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, 6, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pkey_mprotect, 5, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_shmat, 8, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        /* mmap: (prot & (W|X)) == W|X */
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG2_LO),
-        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, PROT_WRITE | PROT_EXEC),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROT_WRITE | PROT_EXEC, 8, 7),
-        /* mprotect, pkey_mprotect: prot & X */
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG2_LO),
-        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, PROT_EXEC),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROT_EXEC, 5, 4),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW), /* unreachable padding */
-        /* shmat: shmflg & SHM_EXEC */
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG2_LO),
-        BPF_STMT(BPF_ALU | BPF_AND | BPF_K, SHM_EXEC),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SHM_EXEC, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
-    };
-    struct sock_fprog prog = {.len = sizeof f / sizeof f[0], .filter = f};
+#define MAX_INSNS 4096
+
+/* MemoryDenyWriteExecute: trap mmap(W|X), mprotect(X), pkey_mprotect(X), shmat(SHM_EXEC).
+ * With syscall_filter, also trap every call outside `allowed`; otherwise allow the rest. */
+static int install_filter(int syscall_filter) {
+    static struct sock_filter f[MAX_INSNS];
+    unsigned n = 0;
+#define PUT(insn) (f[n++] = (struct sock_filter)insn)
+    PUT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)));
+    PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROBE_AUDIT_ARCH, 1, 0));
+    PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    PUT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+    PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mmap, 4, 0));
+    PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_mprotect, 6, 0));
+    PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_pkey_mprotect, 5, 0));
+    PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_shmat, 8, 0));
+    PUT(BPF_JUMP(BPF_JMP | BPF_JA, 11, 0, 0)); /* to the allow-list */
+    /* mmap: (prot & (W|X)) == W|X */
+    PUT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG2_LO));
+    PUT(BPF_STMT(BPF_ALU | BPF_AND | BPF_K, PROT_WRITE | PROT_EXEC));
+    PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROT_WRITE | PROT_EXEC, 7, 8));
+    /* mprotect, pkey_mprotect: prot & X */
+    PUT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG2_LO));
+    PUT(BPF_STMT(BPF_ALU | BPF_AND | BPF_K, PROT_EXEC));
+    PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PROT_EXEC, 4, 5));
+    PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW)); /* unused */
+    /* shmat: shmflg & SHM_EXEC */
+    PUT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG2_LO));
+    PUT(BPF_STMT(BPF_ALU | BPF_AND | BPF_K, SHM_EXEC));
+    PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SHM_EXEC, 0, 1));
+    PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP));
+    /* The W+X calls that passed come here too, with the call number reloaded. */
+    PUT(BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)));
+    if (syscall_filter) {
+        for (size_t i = 0; i < sizeof allowed / sizeof allowed[0]; i++) {
+            if (n + 3 >= MAX_INSNS) return -1;
+            PUT(BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)allowed[i], 0, 1));
+            PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+        }
+        PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP));
+    } else {
+        PUT(BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+    }
+#undef PUT
+    struct sock_fprog prog = {.len = (unsigned short)n, .filter = f};
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sigsys;
@@ -93,14 +144,22 @@ static int install_filter(void) {
     return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
 }
 
-/* The filter itself, checked without CUDA: W+X and exec-gain refused, plain mappings fine. */
-static int self_test(void) {
+/* The filter itself, checked without CUDA: W+X and exec-gain refused, plain mappings fine;
+ * with the syscall filter, a call the unit denies (setpriority, in @resources) refused. */
+static int self_test(int syscall_filter) {
     void *rw = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     void *wx = mmap(NULL, 4096, PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     int wx_errno = errno;
     int mp = mprotect(rw, 4096, PROT_READ | PROT_EXEC);
-    int ok = rw != MAP_FAILED && wx == MAP_FAILED && wx_errno == EPERM && mp == -1 && errno == EPERM;
+    int mp_errno = errno;
+    int ok = rw != MAP_FAILED && wx == MAP_FAILED && wx_errno == EPERM && mp == -1 && mp_errno == EPERM;
     munmap(rw, 4096);
+    if (syscall_filter) {
+        errno = 0;
+        int r = setpriority(PRIO_PROCESS, 0, 1);
+        ok = ok && r == -1 && errno == EPERM && blocked_nr[SYS_setpriority] == 1;
+        blocked_nr[SYS_setpriority] = 0;
+    }
     blocked_mmap = blocked_mprotect = blocked_shmat = 0;
     return ok ? 0 : -1;
 }
@@ -200,24 +259,31 @@ static int run_cuda(const char *cublas_path) {
 }
 
 int main(int argc, char **argv) {
-    int filter = 1;
+    int mdwe = 1, syscall_filter = 1;
     const char *cublas = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--no-filter") == 0) filter = 0;
+        if (strcmp(argv[i], "--no-filter") == 0) mdwe = syscall_filter = 0;
+        else if (strcmp(argv[i], "--mdwe-only") == 0) syscall_filter = 0;
         else cublas = argv[i];
     }
-    if (filter) {
-        if (install_filter() != 0 || self_test() != 0) {
-            perror("cannot install or verify the MemoryDenyWriteExecute filter");
+    if (mdwe) {
+        if (install_filter(syscall_filter) != 0 || self_test(syscall_filter) != 0) {
+            perror("cannot install or verify the filter");
             return 1;
         }
-        printf("filter: MemoryDenyWriteExecute (systemd 252 semantics) installed and self-tested\n");
+        printf("filter: MemoryDenyWriteExecute%s (systemd semantics), self-tested\n",
+               syscall_filter ? " + the unit's SystemCallFilter" : "");
     } else {
         printf("filter: none\n");
     }
     int rc = run_cuda(cublas);
     printf("refused W+X requests: mmap %d, mprotect %d, shmat %d\n", (int)blocked_mmap,
            (int)blocked_mprotect, (int)blocked_shmat);
+    printf("refused system calls:");
+    int any = 0;
+    for (int nr = 0; nr < MAX_NR; nr++)
+        if (blocked_nr[nr]) { printf(" %s(%d) x%d", name_of(nr), nr, (int)blocked_nr[nr]); any = 1; }
+    printf("%s\n", any ? "" : " none");
     printf("result: %s\n", rc == 0 ? "PASS" : rc == 2 ? "NO-CUDA" : "FAIL");
     return rc;
 }
