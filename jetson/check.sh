@@ -13,7 +13,8 @@
 # 4. runs the test suite (lib, bins, integration tests) built for aarch64 under qemu;
 # 5. builds the arm64 .deb with cargo-deb, prints `dpkg-deb -I`, unpacks it into a scratch
 #    root and checks: architecture, dependencies against what the binaries link, conffiles,
-#    maintainer scripts, ELF machine, and the file layout against systemd/install.sh's.
+#    maintainer scripts, ELF machine, stripped binaries that still run, their debug info in
+#    the -dbgsym package, and the file layout against systemd/install.sh's.
 # Prints the time of each step. Exits non-zero on the first failure.
 # Environment: CROSS_TARGET_DIR, SKIP_TESTS=1 (skip step 4), NICE (default 19).
 set -euo pipefail
@@ -87,8 +88,9 @@ for b in "${binaries[@]}"; do
     under_qemu "$bin/$b" --help >/dev/null || fail "$b --help under qemu"
     echo "$b --help: ok"
 done
-fixture=$(find tests/fixtures/tiny -name '*.gguf' 2>/dev/null | sort | head -n 1)
-if under_qemu "$bin/seqgpt" --help | grep -qw generate && [ -n "$fixture" ]; then
+fixture=$(find tests/fixtures/tiny -name '*.gguf' 2>/dev/null | sort | head -n 1 || true)
+help=$(under_qemu "$bin/seqgpt" --help)
+if grep -qw generate <<<"$help" && [ -n "$fixture" ]; then
     out=$(under_qemu "$bin/seqgpt" generate --model "$fixture" --prompt "The summary of" --max-tokens 8) ||
         fail "seqgpt generate under qemu (if its flags changed, update jetson/check.sh)"
     [ -n "$out" ] || fail "seqgpt generate printed nothing"
@@ -108,10 +110,14 @@ fi
 # --- 5. the .deb ----------------------------------------------------------------------------
 step "package (cargo-deb) and inspect"
 rm -rf "$td/debian"
-CARGO_TARGET_DIR=$td cargo deb -p seqgpt-fast --target "$target" --no-build --output "$td/debian/"
-deb=$(find "$td/debian" -maxdepth 1 -name '*_arm64.deb' | head -n 1)
+# --dbgsym: stripped binaries in the package, their debug info (line tables, for backtraces
+# and core dumps) in seqgpt-fast-dbgsym_*.ddeb, found by build id.
+CARGO_TARGET_DIR=$td cargo deb -p seqgpt-fast --target "$target" --no-build --dbgsym --output "$td/debian/"
+deb=$(find "$td/debian" -maxdepth 1 -name 'seqgpt-fast_*_arm64.deb' | head -n 1)
+ddeb=$(find "$td/debian" -maxdepth 1 -name 'seqgpt-fast-dbgsym_*_arm64.ddeb' | head -n 1)
 [ -n "$deb" ] || fail "no arm64 .deb in $td/debian"
-echo "$deb ($(du -h "$deb" | cut -f1))"
+[ -n "$ddeb" ] || fail "no arm64 dbgsym .ddeb in $td/debian"
+echo "$deb ($(du -h "$deb" | cut -f1)); $ddeb ($(du -h "$ddeb" | cut -f1))"
 dpkg-deb -I "$deb"
 
 [ "$(dpkg-deb -f "$deb" Architecture)" = arm64 ] || fail "Architecture is not arm64"
@@ -123,6 +129,7 @@ done
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 dpkg-deb -x "$deb" "$scratch/deb"
+dpkg-deb -x "$ddeb" "$scratch/dbgsym"
 dpkg-deb -e "$deb" "$scratch/control"
 for s in postinst prerm postrm; do
     [ -x "$scratch/control/$s" ] || fail "maintainer script $s missing"
@@ -136,6 +143,11 @@ glibc_needed=0
 for b in "${binaries[@]}"; do
     f=$scratch/deb/usr/bin/$b
     "$readelf" -h "$f" | grep -q 'Machine:.*AArch64' || fail "$b is not an AArch64 ELF"
+    if "$readelf" -W -S "$f" | grep -qE '\.debug_(info|line)'; then fail "$b is not stripped"; fi
+    id=$("$readelf" -n "$f" | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p')
+    [ -s "$scratch/dbgsym/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug" ] ||
+        fail "the dbgsym package has no debug file for $b (build id $id)"
+    under_qemu "$f" --help >/dev/null || fail "the packaged $b does not run"
     for lib in $("$readelf" -d "$f" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
         case $lib in
             libc.so.6 | libm.so.6 | libdl.so.2 | libpthread.so.0 | librt.so.1 | ld-linux-aarch64.so.1) ;;

@@ -67,8 +67,9 @@ if [ "$live" = 1 ] && [ "$(id -u)" != 0 ]; then
 fi
 
 if [ "$action" = uninstall ]; then
-    if [ "$live" = 1 ] && [ -d /run/systemd/system ]; then
-        systemctl disable --now seqgptd.service 2>/dev/null || true
+    if [ "$live" = 1 ]; then
+        if [ -d /run/systemd/system ]; then systemctl stop seqgptd.service 2>/dev/null || true; fi
+        systemctl disable seqgptd.service 2>/dev/null || true
     fi
     files | while IFS='|' read -r _src dst _mode; do rm -f "$root/$dst"; done
     rm -f "$cuda_dst"
@@ -111,18 +112,20 @@ if [ "$live" = 0 ]; then
 fi
 
 systemd-sysusers /usr/lib/sysusers.d/seqgpt.conf
-if [ -d /run/systemd/system ]; then
+running=0
+[ -d /run/systemd/system ] && running=1
+if [ "$running" = 1 ]; then
     systemctl daemon-reload
     # dbus-daemon watches its directories; an explicit reload also covers dbus-broker.
     busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig \
         >/dev/null 2>&1 || systemctl reload dbus.service 2>/dev/null || true
-    systemctl enable seqgptd.service
-    if [ "$start" = 1 ]; then
-        systemctl restart seqgptd.service
-        systemctl --no-pager --lines=0 status seqgptd.service || true
-    fi
-else
-    echo "systemd is not running here: enable later with 'systemctl enable --now seqgptd'"
+fi
+systemctl enable seqgptd.service
+if [ "$running" = 0 ]; then
+    echo "systemd is not running here: seqgptd starts at the next boot"
+elif [ "$start" = 1 ]; then
+    systemctl restart seqgptd.service
+    systemctl --no-pager --lines=0 status seqgptd.service || true
 fi
 echo "Installed seqgpt-fast. Model: put the GGUF file at the path in $config_dst"
 echo "(default /var/lib/seqgpt/models/seqgpt-560m-q4.gguf, readable by user seqgpt); callers on"
