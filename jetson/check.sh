@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Jetson (aarch64) build, made and checked on an x86_64 Debian 12 machine, from clean.
 #
-#   sudo jetson/check.sh            # about 25-45 min on 2 cores when nothing is built yet
+#   sudo jetson/check.sh     # about 35 min on 2 busy cores from clean (docs/JETSON.md)
 #
 # 1. installs the cross toolchain (docs/JETSON.md; Debian's rustc-web and its arm64 std, gcc
 #    for aarch64, qemu-user-static) and cargo-deb, unless already there;
