@@ -7,8 +7,8 @@
 //! (`/run/systemd/notify`) or, with a leading `@`, a Linux abstract socket.
 //!
 //! Outside systemd (no `$NOTIFY_SOCKET`) [`Notifier::from_env`] returns `None` and the daemon
-//! simply sends nothing. Nothing here unsets the environment: child processes are not spawned by
-//! the daemon, and tests pass the socket explicitly with [`Notifier::new`].
+//! simply sends nothing. Nothing here changes the environment (unlike `sd_notify(3)`'s
+//! `unset_environment`); tests pass the socket explicitly with [`Notifier::new`].
 
 use std::ffi::OsStr;
 use std::io;
