@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Offline checks of the systemd units, the D-Bus files and the install layout (CI: .ci/run).
+# Offline checks of the systemd units, the D-Bus files and the accounts they need (CI: .ci/run).
 #
 #   tests/ops/check_units.sh [BUILD_DIR]
 #
-# Needs: bash, coreutils, diffutils, util-linux (setpriv) and systemd >= 250 for
+# Needs: bash, coreutils, util-linux (setpriv) and systemd >= 250 for
 # `systemd-analyze verify --root` and `security --offline` (Debian 12: apt-get install systemd).
 # Optional: dbus-daemon and dbus-send (Debian 12: apt-get install dbus-daemon dbus-bin); without
 # them the bus-policy checks say SKIP. Installs nothing, needs no running systemd, no network.
