@@ -75,10 +75,13 @@ echo "cargo-deb: $(cargo deb --version)"
 
 # --- 2. build -------------------------------------------------------------------------------
 step "cross build (release, nice $nice_level)"
-cross_cargo build --release --workspace --bins --target "$target" --target-dir "$td"
+cross_cargo build --release --workspace --bins --target "$target" --target-dir "$td" \
+    --message-format=json-render-diagnostics >"$td/artifacts.json"
+# Binaries this build made (or found fresh), not whatever an older tree left in target/cross.
 binaries=(seqgptd seqgpt seqgpt-quantize)
 for b in "${binaries[@]}"; do
-    [ -x "$bin/$b" ] || fail "$bin/$b was not built (is the [[bin]] in the tree yet?)"
+    grep -qF "\"executable\":\"$bin/$b\"" "$td/artifacts.json" ||
+        fail "this tree builds no binary $b (is its [[bin]] in the tree yet?)"
 done
 
 # --- 3. run under qemu ----------------------------------------------------------------------
