@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds llama.cpp (the copy vendored in the llama-cpp-python sdist from PyPI) and our
-# harness into a cache directory, once: llama-bench, llama-cli, llama-perplexity,
+# harness into a cache directory, once: llama-bench, llama-perplexity,
 # llama-quantize and seqgpt-llama-harness end up in $LLAMA_DIR/bin.
 #   tests/llamacpp/build.sh            (LLAMA_DIR defaults to ~/.cache/seqgpt-fast/llama.cpp)
 # About 12 CPU-minutes. Needs cmake (pip's if the system has none) and a C++ compiler.
@@ -31,9 +31,9 @@ CM
 grep -q seqgpt-harness "$SRC/examples/CMakeLists.txt" || echo 'add_subdirectory(seqgpt-harness)' >> "$SRC/examples/CMakeLists.txt"
 cmake -S "$SRC" -B build -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_NATIVE=ON > cmake.log
-cmake --build build -j "$(nproc)" --target llama-bench llama-cli llama-perplexity llama-quantize seqgpt-llama-harness > build.log 2>&1 \
+cmake --build build -j "$(nproc)" --target llama-bench llama-perplexity llama-quantize seqgpt-llama-harness > build.log 2>&1 \
   || { tail -30 build.log; exit 1; }
 mkdir -p bin
-for t in llama-bench llama-cli llama-perplexity llama-quantize seqgpt-llama-harness; do cp "build/bin/$t" bin/; done
+for t in llama-bench llama-perplexity llama-quantize seqgpt-llama-harness; do cp "build/bin/$t" bin/; done
 echo "$VERSION $(sha256sum "$HERE/harness.cpp" | cut -c1-16)" > bin/.stamp
 echo "built llama.cpp $VERSION into $LLAMA_DIR/bin"
