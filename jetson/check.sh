@@ -8,8 +8,8 @@
 # 2. cross-builds the workspace's binaries (release) for aarch64-unknown-linux-gnu, under
 #    `nice -n 19`, into target/cross (CROSS_TARGET_DIR to change);
 # 3. runs them under qemu (QEMU_CPU=cortex-a76, the closest to Orin's Cortex-A78AE):
-#    `seqgpt --version`, `--help` of all three, and, when this tree has the `generate`
-#    subcommand and the tiny model tests/fixtures/tiny/*.gguf, a generate with that model;
+#    `seqgpt --version`, `--help` of all three, the tiny fixture converted to q8_0 and a
+#    greedy generate from it;
 # 4. runs the test suite (lib, bins, integration tests) built for aarch64 under qemu;
 # 5. builds the arm64 .deb with cargo-deb, prints `dpkg-deb -I`, unpacks it into a scratch
 #    root and checks: architecture, dependencies against what the binaries link, conffiles,
@@ -91,16 +91,16 @@ for b in "${binaries[@]}"; do
     under_qemu "$bin/$b" --help >/dev/null || fail "$b --help under qemu"
     echo "$b --help: ok"
 done
-fixture=$(find tests/fixtures/tiny -name '*.gguf' 2>/dev/null | sort | head -n 1 || true)
-help=$(under_qemu "$bin/seqgpt" --help)
-if grep -qw generate <<<"$help" && [ -n "$fixture" ]; then
-    out=$(under_qemu "$bin/seqgpt" generate --model "$fixture" --prompt "The summary of" --max-tokens 8) ||
-        fail "seqgpt generate under qemu (if its flags changed, update jetson/check.sh)"
-    [ -n "$out" ] || fail "seqgpt generate printed nothing"
-    echo "generate with $fixture: $out"
-else
-    echo "generate: not run (this tree has no 'seqgpt generate' or no tests/fixtures/tiny/*.gguf yet)"
-fi
+# The tiny fixture converted by the aarch64 converter, then generated from (greedy): the
+# same tokens as the x86_64 build's, since both run the same arithmetic on the same file.
+fixture=$td/tiny-q8_0.gguf
+under_qemu "$bin/seqgpt-quantize" --model tests/fixtures/tiny --out "$fixture" --wtype q8_0 ||
+    fail "seqgpt-quantize under qemu"
+out=$(under_qemu "$bin/seqgpt" generate --model "$fixture" --device cpu --prompt "Vim is a very powerful editor" \
+      --max-new-tokens 8 --greedy --ignore-eos --json) ||
+    fail "seqgpt generate under qemu (if its flags changed, update jetson/check.sh)"
+[ -n "$out" ] || fail "seqgpt generate printed nothing"
+echo "generate (aarch64, q8_0 tiny model): $out"
 
 # --- 4. tests under qemu --------------------------------------------------------------------
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
