@@ -51,6 +51,7 @@ impl Q8Row {
 }
 
 #[inline]
+#[allow(dead_code)] // the x86 path converts with F16C; scalar and NEON use this
 fn f16_at(b: &[u8], i: usize) -> f32 {
     f16::from_le_bytes([b[i], b[i + 1]]).to_f32()
 }
@@ -60,8 +61,12 @@ fn f16_at(b: &[u8], i: usize) -> f32 {
 pub fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
     #[cfg(target_arch = "x86_64")]
     {
-        if super::dot::has_avx2_fma() {
-            // SAFETY: AVX2 and FMA are present (checked above); slices hold whole blocks.
+        if avx2::has_vnni() {
+            // SAFETY: AVX-VNNI (which implies AVX2) and F16C are present; slices hold whole blocks.
+            return unsafe { avx2::dot_vnni(kind, w, x) };
+        }
+        if has_avx2_f16c() {
+            // SAFETY: AVX2, FMA and F16C are present (checked above); slices hold whole blocks.
             return unsafe { avx2::dot(kind, w, x) };
         }
     }
@@ -73,6 +78,31 @@ pub fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
         }
     }
     scalar_dot(kind, w, x)
+}
+
+/// One weight row against four activation rows at once (`dot` four times, with the weight
+/// row read and unpacked once): the prefill kernel.
+#[inline]
+pub fn dot4(kind: QKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx2::has_vnni() {
+            // SAFETY: as in `dot`.
+            return unsafe { avx2::dot4_vnni(kind, w, xs) };
+        }
+        if has_avx2_f16c() {
+            // SAFETY: as in `dot`.
+            return unsafe { avx2::dot4(kind, w, xs) };
+        }
+    }
+    xs.map(|x| dot(kind, w, x))
+}
+
+#[cfg(target_arch = "x86_64")]
+fn has_avx2_f16c() -> bool {
+    use std::sync::OnceLock;
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| super::dot::has_avx2_fma() && is_x86_feature_detected!("f16c"))
 }
 
 /// The weight block types with integer kernels.
@@ -125,11 +155,18 @@ pub fn scalar_dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{f16_at, QKind, Q8Row, QK};
+    //! One body, compiled twice: with AVX2 `maddubs`+`madd`, and with AVX-VNNI `dpbusd`
+    //! (one instruction, no 16-bit saturation) where the CPU has it.
+    use super::{QKind, Q8Row, QK};
     use std::arch::x86_64::*;
 
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
+    pub fn has_vnni() -> bool {
+        use std::sync::OnceLock;
+        static HAS: OnceLock<bool> = OnceLock::new();
+        *HAS.get_or_init(|| is_x86_feature_detected!("avxvnni") && is_x86_feature_detected!("f16c"))
+    }
+
+    #[inline(always)]
     unsafe fn hsum(v: __m256) -> f32 {
         let lo = _mm256_castps256_ps128(v);
         let hi = _mm256_extractf128_ps(v, 1);
@@ -139,9 +176,15 @@ mod avx2 {
         _mm_cvtss_f32(s)
     }
 
-    /// 16 bytes of nibbles -> 32 bytes 0..15: low nibbles first (values 0..16), then high.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
+    /// An f16 at `p` as f32, in hardware (F16C).
+    #[inline(always)]
+    unsafe fn f16_at(p: *const u8) -> f32 {
+        let bits = u16::from_le_bytes([*p, *p.add(1)]);
+        _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+    }
+
+    /// 16 bytes of nibbles -> 32 bytes 0..15: low nibbles (values 0..16) then high.
+    #[inline(always)]
     unsafe fn unpack_nibbles(p: *const u8) -> __m256i {
         let b = _mm_loadu_si128(p as *const __m128i);
         let lo = _mm_and_si128(b, _mm_set1_epi8(0x0f));
@@ -150,51 +193,105 @@ mod avx2 {
     }
 
     /// u8 x i8 products summed into 8 i32 lanes, as f32.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn dot_u8_i8(u: __m256i, s: __m256i) -> __m256 {
-        let p16 = _mm256_maddubs_epi16(u, s);
-        let p32 = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
-        _mm256_cvtepi32_ps(p32)
+    #[inline(always)]
+    unsafe fn dot_u8_i8<const VNNI: bool>(u: __m256i, s: __m256i) -> __m256 {
+        if VNNI {
+            _mm256_cvtepi32_ps(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s))
+        } else {
+            let p16 = _mm256_maddubs_epi16(u, s);
+            _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)))
+        }
     }
 
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
+    /// The weight block at `wb` as 32 unsigned bytes (nibbles, or |w| for q8_0), with its
+    /// scale and offset (q4_1's m; 0 otherwise).
+    #[inline(always)]
+    unsafe fn load_block(kind: QKind, wb: *const u8) -> (__m256i, f32, f32) {
+        match kind {
+            QKind::Q8_0 => {
+                let wv = _mm256_loadu_si256(wb.add(2) as *const __m256i);
+                (wv, f16_at(wb), 0.0)
+            }
+            QKind::Q4_0 => (unpack_nibbles(wb.add(2)), f16_at(wb), 0.0),
+            QKind::Q4_1 => (unpack_nibbles(wb.add(4)), f16_at(wb), f16_at(wb.add(2))),
+        }
+    }
+
+    /// Accumulates one block product: `w` from load_block, `xv` the activation bytes.
+    #[inline(always)]
+    unsafe fn block<const VNNI: bool>(kind: QKind, w: __m256i, dw: f32, mw: f32, xv: __m256i, dx: f32, sx: f32, acc: &mut __m256, corr: &mut f32) {
+        match kind {
+            QKind::Q8_0 => {
+                // |w| x sign(x, w): the unsigned operand must be the first.
+                let aw = _mm256_sign_epi8(w, w);
+                let sxv = _mm256_sign_epi8(xv, w);
+                *acc = _mm256_fmadd_ps(dot_u8_i8::<VNNI>(aw, sxv), _mm256_set1_ps(dw * dx), *acc);
+            }
+            QKind::Q4_0 => {
+                *acc = _mm256_fmadd_ps(dot_u8_i8::<VNNI>(w, xv), _mm256_set1_ps(dw * dx), *acc);
+                *corr -= 8.0 * dw * dx * sx;
+            }
+            QKind::Q4_1 => {
+                *acc = _mm256_fmadd_ps(dot_u8_i8::<VNNI>(w, xv), _mm256_set1_ps(dw * dx), *acc);
+                *corr += mw * dx * sx;
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn dot_body<const VNNI: bool>(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
         let bb = kind.block_bytes();
         let nb = x.blocks();
         debug_assert!(w.len() >= nb * bb && x.q.len() >= nb * QK);
-        let wp = w.as_ptr();
-        let xp = x.q.as_ptr();
+        let (wp, xp) = (w.as_ptr(), x.q.as_ptr());
         let mut acc = _mm256_setzero_ps();
         let mut corr = 0f32;
         for b in 0..nb {
-            let wb = wp.add(b * bb);
+            let (wv, dw, mw) = load_block(kind, wp.add(b * bb));
             let xv = _mm256_loadu_si256(xp.add(b * QK) as *const __m256i);
-            let dx = *x.d.get_unchecked(b);
-            let dw = f16_at(std::slice::from_raw_parts(wb, 4), 0);
-            match kind {
-                QKind::Q8_0 => {
-                    let wv = _mm256_loadu_si256(wb.add(2) as *const __m256i);
-                    // |w| x sign(x, w): maddubs needs its first operand unsigned.
-                    let aw = _mm256_sign_epi8(wv, wv);
-                    let sx = _mm256_sign_epi8(xv, wv);
-                    acc = _mm256_fmadd_ps(dot_u8_i8(aw, sx), _mm256_set1_ps(dw * dx), acc);
-                }
-                QKind::Q4_0 => {
-                    let n = unpack_nibbles(wb.add(2));
-                    let scale = dw * dx;
-                    acc = _mm256_fmadd_ps(dot_u8_i8(n, xv), _mm256_set1_ps(scale), acc);
-                    corr -= 8.0 * scale * *x.sum.get_unchecked(b);
-                }
-                QKind::Q4_1 => {
-                    let n = unpack_nibbles(wb.add(4));
-                    let m = f16_at(std::slice::from_raw_parts(wb, 4), 2);
-                    acc = _mm256_fmadd_ps(dot_u8_i8(n, xv), _mm256_set1_ps(dw * dx), acc);
-                    corr += m * dx * *x.sum.get_unchecked(b);
-                }
-            }
+            block::<VNNI>(kind, wv, dw, mw, xv, *x.d.get_unchecked(b), *x.sum.get_unchecked(b), &mut acc, &mut corr);
         }
         hsum(acc) + corr
+    }
+
+    /// One weight row against four activation rows: each weight block is loaded and
+    /// unpacked once for all four.
+    #[inline(always)]
+    unsafe fn dot4_body<const VNNI: bool>(kind: QKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
+        let bb = kind.block_bytes();
+        let nb = xs[0].blocks();
+        let wp = w.as_ptr();
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut corr = [0f32; 4];
+        for b in 0..nb {
+            let (wv, dw, mw) = load_block(kind, wp.add(b * bb));
+            for r in 0..4 {
+                let x = xs[r];
+                let xv = _mm256_loadu_si256(x.q.as_ptr().add(b * QK) as *const __m256i);
+                block::<VNNI>(kind, wv, dw, mw, xv, *x.d.get_unchecked(b), *x.sum.get_unchecked(b), &mut acc[r], &mut corr[r]);
+            }
+        }
+        [hsum(acc[0]) + corr[0], hsum(acc[1]) + corr[1], hsum(acc[2]) + corr[2], hsum(acc[3]) + corr[3]]
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
+        dot_body::<false>(kind, w, x)
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    pub unsafe fn dot_vnni(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
+        dot_body::<true>(kind, w, x)
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn dot4(kind: QKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
+        dot4_body::<false>(kind, w, xs)
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    pub unsafe fn dot4_vnni(kind: QKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
+        dot4_body::<true>(kind, w, xs)
     }
 }
 
@@ -285,6 +382,15 @@ mod tests {
             let tol = 1e-3 * (1.0 + want.abs());
             assert!((s - want).abs() < tol, "{kind:?} scalar {s} vs {want}");
             assert!((f - want).abs() < tol, "{kind:?} simd {f} vs {want}");
+            for v in dot4(kind, &bytes, [&xq, &xq, &xq, &xq]) {
+                assert!((v as f64 - want).abs() < tol, "{kind:?} dot4 {v} vs {want}");
+            }
+            #[cfg(target_arch = "x86_64")]
+            if has_avx2_f16c() {
+                // The non-VNNI x86 path too, whatever this CPU would pick.
+                let g = unsafe { avx2::dot(kind, &bytes, &xq) } as f64;
+                assert!((g - want).abs() < tol, "{kind:?} avx2 {g} vs {want}");
+            }
         }
     }
 }
