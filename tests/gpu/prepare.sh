@@ -15,10 +15,12 @@ TD=${CUDA_TARGET_DIR:-/work/cuda-target}
 [ -f "$CUDA_LINK/lib/libcuda.so" ] || { echo "no link folder at $CUDA_LINK (see ../shared/gpu.md step 3)" >&2; exit 1; }
 PATH=$CU13/bin:$PATH CUDA_COMPUTE_CAP=${CUDA_COMPUTE_CAP:-90} CUDARC_CUDA_VERSION=13000 \
   CUDAFORGE_THREADS=2 CUDA_ROOT=$CUDA_LINK cargo build --release --features cuda --target-dir "$TD" --bin seqgpt
-cargo build --release --target-dir "$TD/cpu" -p seqgpt-quantize
+# The converter needs no CUDA: the ordinary build's (its target dir: CARGO_TARGET_DIR or ./target).
+cargo build --release -p seqgpt-quantize
+CPU_TD=${CARGO_TARGET_DIR:-target}
 mkdir -p .gpu
 grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
 strip -o .gpu/seqgpt "$TD/release/seqgpt"
-strip -o .gpu/seqgpt-quantize "$TD/cpu/release/seqgpt-quantize"
+strip -o .gpu/seqgpt-quantize "$CPU_TD/release/seqgpt-quantize"
 xz -f -T2 -6 .gpu/seqgpt .gpu/seqgpt-quantize
 ls -la .gpu
