@@ -3,8 +3,9 @@
 //! As in llama.cpp, activations are quantized per 32-value block (`d = max|x| / 127`,
 //! `q = round(x / d)`) so that a weight block and an activation block multiply as integers:
 //! - q8_0: `sum(w_q * x_q) * d_w * d_x`
-//! - q4_0: `(sum(n * x_q) - 8 * sum(x_q)) * d_w * d_x`, with `n` the 0..15 nibbles
-//! - q4_1: `sum(n * x_q) * d_w * d_x + m_w * d_x * sum(x_q)`
+//! - q4_0: `sum(n * x_q) * d_w * d_x - 8 * d_w * (d_x * sum(x_q))`, with `n` the 0..15 nibbles
+//! - q4_1: `sum(n * x_q) * d_w * d_x + m_w * (d_x * sum(x_q))`
+//! (`d_x * sum(x_q)` is computed once per activation block, when quantizing).
 //!
 //! The nibble form keeps the weights unsigned, which is what x86's `maddubs` (u8 x i8)
 //! wants, and NEON's `sdot` takes after a shift. AVX2 (x86_64) and dot-product NEON
@@ -20,8 +21,8 @@ pub struct Q8Row {
     pub q: Vec<i8>,
     /// Per block: the scale.
     pub d: Vec<f32>,
-    /// Per block: the sum of the quantized values (as f32, exact).
-    pub sum: Vec<f32>,
+    /// Per block: `d * sum(q)`, what the offset terms of q4_0 and q4_1 multiply.
+    pub ds: Vec<f32>,
 }
 
 impl Q8Row {
@@ -30,7 +31,7 @@ impl Q8Row {
         let nb = x.len() / QK;
         self.q.resize(nb * QK, 0);
         self.d.resize(nb, 0.0);
-        self.sum.resize(nb, 0.0);
+        self.ds.resize(nb, 0.0);
         for (b, xs) in x.chunks_exact(QK).enumerate() {
             let amax = xs.iter().fold(0f32, |m, v| m.max(v.abs()));
             let d = amax / 127.0;
@@ -41,7 +42,7 @@ impl Q8Row {
                 s += *q as i32;
             }
             self.d[b] = d;
-            self.sum[b] = s as f32;
+            self.ds[b] = d * s as f32;
         }
     }
 
@@ -61,6 +62,10 @@ fn f16_at(b: &[u8], i: usize) -> f32 {
 pub fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
     #[cfg(target_arch = "x86_64")]
     {
+        if avx512::available() {
+            // SAFETY: the AVX-512 features are present (checked above); slices hold whole blocks.
+            return unsafe { avx512::dot(kind, w, x) };
+        }
         if avx2::has_vnni() {
             // SAFETY: AVX-VNNI (which implies AVX2) and F16C are present; slices hold whole blocks.
             return unsafe { avx2::dot_vnni(kind, w, x) };
@@ -86,6 +91,10 @@ pub fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
 pub fn dot4(kind: QKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
     #[cfg(target_arch = "x86_64")]
     {
+        if avx512::available() {
+            // SAFETY: as in `dot`.
+            return unsafe { avx512::dot4(kind, w, xs) };
+        }
         if avx2::has_vnni() {
             // SAFETY: as in `dot`.
             return unsafe { avx2::dot4_vnni(kind, w, xs) };
@@ -126,9 +135,13 @@ impl QKind {
 /// Reference implementation (also the fallback).
 pub fn scalar_dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
     let bb = kind.block_bytes();
+    (0..x.blocks()).map(|b| scalar_block(kind, &w[b * bb..(b + 1) * bb], x, b)).sum()
+}
+
+/// One weight block `wb` against block `b` of `x`.
+fn scalar_block(kind: QKind, wb: &[u8], x: &Q8Row, b: usize) -> f32 {
     let mut acc = 0f32;
-    for b in 0..x.blocks() {
-        let wb = &w[b * bb..(b + 1) * bb];
+    {
         let xq = &x.q[b * QK..(b + 1) * QK];
         let dx = x.d[b];
         match kind {
@@ -142,10 +155,11 @@ pub fn scalar_dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
                 for j in 0..QK / 2 {
                     s += (nib[j] & 0x0f) as i32 * xq[j] as i32 + (nib[j] >> 4) as i32 * xq[j + QK / 2] as i32;
                 }
+                let dw = f16_at(wb, 0);
                 if kind == QKind::Q4_0 {
-                    acc += (s as f32 - 8.0 * x.sum[b]) * f16_at(wb, 0) * dx;
+                    acc += s as f32 * dw * dx - 8.0 * dw * x.ds[b];
                 } else {
-                    acc += s as f32 * f16_at(wb, 0) * dx + f16_at(wb, 2) * dx * x.sum[b];
+                    acc += s as f32 * dw * dx + f16_at(wb, 2) * x.ds[b];
                 }
             }
         }
@@ -219,7 +233,7 @@ mod avx2 {
 
     /// Accumulates one block product: `w` from load_block, `xv` the activation bytes.
     #[inline(always)]
-    unsafe fn block<const VNNI: bool>(kind: QKind, w: __m256i, dw: f32, mw: f32, xv: __m256i, dx: f32, sx: f32, acc: &mut __m256, corr: &mut f32) {
+    unsafe fn block<const VNNI: bool>(kind: QKind, w: __m256i, dw: f32, mw: f32, xv: __m256i, dx: f32, ds: f32, acc: &mut __m256, corr: &mut f32) {
         match kind {
             QKind::Q8_0 => {
                 // |w| x sign(x, w): the unsigned operand must be the first.
@@ -229,11 +243,11 @@ mod avx2 {
             }
             QKind::Q4_0 => {
                 *acc = _mm256_fmadd_ps(dot_u8_i8::<VNNI>(w, xv), _mm256_set1_ps(dw * dx), *acc);
-                *corr -= 8.0 * dw * dx * sx;
+                *corr -= 8.0 * dw * ds;
             }
             QKind::Q4_1 => {
                 *acc = _mm256_fmadd_ps(dot_u8_i8::<VNNI>(w, xv), _mm256_set1_ps(dw * dx), *acc);
-                *corr += mw * dx * sx;
+                *corr += mw * ds;
             }
         }
     }
@@ -249,7 +263,7 @@ mod avx2 {
         for b in 0..nb {
             let (wv, dw, mw) = load_block(kind, wp.add(b * bb));
             let xv = _mm256_loadu_si256(xp.add(b * QK) as *const __m256i);
-            block::<VNNI>(kind, wv, dw, mw, xv, *x.d.get_unchecked(b), *x.sum.get_unchecked(b), &mut acc, &mut corr);
+            block::<VNNI>(kind, wv, dw, mw, xv, *x.d.get_unchecked(b), *x.ds.get_unchecked(b), &mut acc, &mut corr);
         }
         hsum(acc) + corr
     }
@@ -268,7 +282,7 @@ mod avx2 {
             for r in 0..4 {
                 let x = xs[r];
                 let xv = _mm256_loadu_si256(x.q.as_ptr().add(b * QK) as *const __m256i);
-                block::<VNNI>(kind, wv, dw, mw, xv, *x.d.get_unchecked(b), *x.sum.get_unchecked(b), &mut acc[r], &mut corr[r]);
+                block::<VNNI>(kind, wv, dw, mw, xv, *x.d.get_unchecked(b), *x.ds.get_unchecked(b), &mut acc[r], &mut corr[r]);
             }
         }
         [hsum(acc[0]) + corr[0], hsum(acc[1]) + corr[1], hsum(acc[2]) + corr[2], hsum(acc[3]) + corr[3]]
@@ -292,6 +306,118 @@ mod avx2 {
     #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
     pub unsafe fn dot4_vnni(kind: QKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
         dot4_body::<true>(kind, w, xs)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    //! AVX-512 with VNNI: two 32-value blocks per 512-bit `dpbusd`.
+    use super::{QKind, Q8Row, QK};
+    use std::arch::x86_64::*;
+
+    pub fn available() -> bool {
+        use std::sync::OnceLock;
+        static HAS: OnceLock<bool> = OnceLock::new();
+        *HAS.get_or_init(|| {
+            is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512vl")
+                && is_x86_feature_detected!("avx512dq")
+                && is_x86_feature_detected!("avx512vnni")
+                && is_x86_feature_detected!("f16c")
+                && is_x86_feature_detected!("fma")
+        })
+    }
+
+    #[inline(always)]
+    unsafe fn f16_at(p: *const u8) -> f32 {
+        let bits = u16::from_le_bytes([*p, *p.add(1)]);
+        _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+    }
+
+    /// Weight blocks `b` and `b + 1` (at `wb`) as 64 unsigned bytes in activation order,
+    /// their scales and offsets, and (q8_0) the mask of negative weights.
+    #[inline(always)]
+    unsafe fn load2(kind: QKind, wb: *const u8) -> (__m512i, [f32; 2], [f32; 2], __mmask64) {
+        let bb = kind.block_bytes();
+        match kind {
+            QKind::Q8_0 => {
+                let w0 = _mm256_loadu_si256(wb.add(2) as *const __m256i);
+                let w1 = _mm256_loadu_si256(wb.add(bb + 2) as *const __m256i);
+                let z = _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1);
+                (_mm512_abs_epi8(z), [f16_at(wb), f16_at(wb.add(bb))], [0.0; 2], _mm512_movepi8_mask(z))
+            }
+            QKind::Q4_0 | QKind::Q4_1 => {
+                let off = if kind == QKind::Q4_0 { 2 } else { 4 };
+                let q0 = _mm_loadu_si128(wb.add(off) as *const __m128i);
+                let q1 = _mm_loadu_si128(wb.add(bb + off) as *const __m128i);
+                let v = _mm256_set_m128i(q1, q0);
+                let lo = _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+                let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+                // [q0 lo, q1 lo, q0 hi, q1 hi] -> [q0 lo, q0 hi, q1 lo, q1 hi]
+                let z = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+                let z = _mm512_shuffle_i64x2(z, z, 0b11_01_10_00);
+                let m = if kind == QKind::Q4_1 { [f16_at(wb.add(2)), f16_at(wb.add(bb + 2))] } else { [0.0; 2] };
+                (z, [f16_at(wb), f16_at(wb.add(bb))], m, 0)
+            }
+        }
+    }
+
+    /// Accumulates blocks `b`, `b + 1` of `x` against the loaded weight pair.
+    #[inline(always)]
+    unsafe fn pair(kind: QKind, w: __m512i, dw: [f32; 2], mw: [f32; 2], neg: __mmask64, x: &Q8Row, b: usize, acc: &mut __m512, corr: &mut f32) {
+        let mut xv = _mm512_loadu_si512(x.q.as_ptr().add(b * QK) as *const __m512i);
+        if kind == QKind::Q8_0 {
+            xv = _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv);
+        }
+        let prod = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, xv));
+        let (dx0, dx1) = (*x.d.get_unchecked(b), *x.d.get_unchecked(b + 1));
+        let scale = _mm512_insertf32x8(_mm512_set1_ps(dw[0] * dx0), _mm256_set1_ps(dw[1] * dx1), 1);
+        *acc = _mm512_fmadd_ps(prod, scale, *acc);
+        let (ds0, ds1) = (*x.ds.get_unchecked(b), *x.ds.get_unchecked(b + 1));
+        match kind {
+            QKind::Q8_0 => {}
+            QKind::Q4_0 => *corr -= 8.0 * (dw[0] * ds0 + dw[1] * ds1),
+            QKind::Q4_1 => *corr += mw[0] * ds0 + mw[1] * ds1,
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma,avx2")]
+    pub unsafe fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
+        let bb = kind.block_bytes();
+        let nb = x.blocks();
+        let mut acc = _mm512_setzero_ps();
+        let mut corr = 0f32;
+        let mut b = 0;
+        while b + 2 <= nb {
+            let (wv, dw, mw, neg) = load2(kind, w.as_ptr().add(b * bb));
+            pair(kind, wv, dw, mw, neg, x, b, &mut acc, &mut corr);
+            b += 2;
+        }
+        let tail = if b < nb { super::scalar_block(kind, &w[b * bb..(b + 1) * bb], x, b) } else { 0.0 };
+        _mm512_reduce_add_ps(acc) + corr + tail
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma,avx2")]
+    pub unsafe fn dot4(kind: QKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
+        let bb = kind.block_bytes();
+        let nb = xs[0].blocks();
+        let mut acc = [_mm512_setzero_ps(); 4];
+        let mut corr = [0f32; 4];
+        let mut b = 0;
+        while b + 2 <= nb {
+            let (wv, dw, mw, neg) = load2(kind, w.as_ptr().add(b * bb));
+            for r in 0..4 {
+                pair(kind, wv, dw, mw, neg, xs[r], b, &mut acc[r], &mut corr[r]);
+            }
+            b += 2;
+        }
+        let mut out = [0f32; 4];
+        for r in 0..4 {
+            let tail = if b < nb { super::scalar_block(kind, &w[b * bb..(b + 1) * bb], xs[r], b) } else { 0.0 };
+            out[r] = _mm512_reduce_add_ps(acc[r]) + corr[r] + tail;
+        }
+        out
     }
 }
 
@@ -348,8 +474,8 @@ mod neon {
             acc = vfmaq_n_f32(acc, sf, dw * dx);
             match kind {
                 QKind::Q8_0 => {}
-                QKind::Q4_0 => corr -= 8.0 * dw * dx * *x.sum.get_unchecked(b),
-                QKind::Q4_1 => corr += f16_at(hdr, 2) * dx * *x.sum.get_unchecked(b),
+                QKind::Q4_0 => corr -= 8.0 * dw * *x.ds.get_unchecked(b),
+                QKind::Q4_1 => corr += f16_at(hdr, 2) * *x.ds.get_unchecked(b),
             }
         }
         vaddvq_f32(acc) + corr
@@ -364,7 +490,12 @@ mod tests {
 
     #[test]
     fn simd_matches_scalar_and_dequantized_reference() {
-        let k = 256;
+        for k in [256, 96] {
+            check_all_paths(k);
+        }
+    }
+
+    fn check_all_paths(k: usize) {
         let w: Vec<f32> = (0..k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 13.0).collect();
         let x: Vec<f32> = (0..k).map(|i| ((i * 11 % 53) as f32 - 26.0) / 7.0).collect();
         let mut xq = Q8Row::default();
@@ -385,11 +516,24 @@ mod tests {
             for v in dot4(kind, &bytes, [&xq, &xq, &xq, &xq]) {
                 assert!((v as f64 - want).abs() < tol, "{kind:?} dot4 {v} vs {want}");
             }
+            // Every x86 path this CPU can run, whatever `dot` picks.
             #[cfg(target_arch = "x86_64")]
-            if has_avx2_f16c() {
-                // The non-VNNI x86 path too, whatever this CPU would pick.
-                let g = unsafe { avx2::dot(kind, &bytes, &xq) } as f64;
-                assert!((g - want).abs() < tol, "{kind:?} avx2 {g} vs {want}");
+            {
+                let mut paths: Vec<(&str, f64)> = Vec::new();
+                if has_avx2_f16c() {
+                    paths.push(("avx2", unsafe { avx2::dot(kind, &bytes, &xq) } as f64));
+                    paths.push(("avx2 x4", unsafe { avx2::dot4(kind, &bytes, [&xq, &xq, &xq, &xq]) }[3] as f64));
+                }
+                if avx2::has_vnni() {
+                    paths.push(("vnni", unsafe { avx2::dot_vnni(kind, &bytes, &xq) } as f64));
+                }
+                if avx512::available() {
+                    paths.push(("avx512", unsafe { avx512::dot(kind, &bytes, &xq) } as f64));
+                    paths.push(("avx512 x4", unsafe { avx512::dot4(kind, &bytes, [&xq, &xq, &xq, &xq]) }[2] as f64));
+                }
+                for (name, g) in paths {
+                    assert!((g - want).abs() < tol, "{kind:?} {name} {g} vs {want}");
+                }
             }
         }
     }
