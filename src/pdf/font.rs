@@ -240,6 +240,9 @@ fn load_simple(doc: &Document, dict: &Dictionary, budget: &mut Budget, type3: bo
         buf.clear();
         if glyph_name_to_unicode(name.as_bytes(), &mut buf) {
             texts[code] = Some(buf.as_str().into());
+        } else if let Some(c) = literal_glyph_name(name) {
+            // dvips/Distiller Type 3 fonts name glyphs after the character: "/,", "/#23" + "23"
+            texts[code] = Some(c.to_string().into());
         } else if name != ".notdef" {
             unmapped.push(code);
         }
@@ -281,8 +284,6 @@ fn load_simple(doc: &Document, dict: &Dictionary, budget: &mut Budget, type3: bo
     let font_matrix = if type3 { matrix(doc, dict.get(b"FontMatrix").ok()) } else { None };
     let fm = font_matrix.unwrap_or([0.001, 0.0, 0.0, 0.001, 0.0, 0.0]);
     let wscale = if type3 { fm[0] as f32 } else { 0.001 };
-    let em_scale = if type3 { ((fm[3].abs().max(fm[0].abs())) * 1000.0) as f32 } else { 1.0 };
-    let em_scale = if em_scale.is_finite() && em_scale > 0.0 { em_scale } else { 1.0 };
     let missing = descriptor.and_then(|d| get_num(doc, d, b"MissingWidth")).unwrap_or(0.0) as f32;
     let mut widths: Vec<f32> = vec![f32::NAN; 256];
     if let Some(ws) = get_array(doc, dict, b"Widths") {
@@ -311,6 +312,7 @@ fn load_simple(doc: &Document, dict: &Dictionary, budget: &mut Budget, type3: bo
             *w = 0.0;
         }
     }
+    let em_scale = if type3 { type3_em_scale(&names, &widths, &fm) } else { 1.0 };
     let has_unicode = texts.iter().any(Option::is_some);
     Ok(Font {
         kind: if type3 { Kind::Type3 } else { Kind::Simple },
@@ -327,6 +329,34 @@ fn load_simple(doc: &Document, dict: &Dictionary, budget: &mut Budget, type3: bo
         em_scale,
         has_unicode,
     })
+}
+
+/// A glyph name that is the character itself (`,`, `=`), or `#` and two hex digits.
+fn literal_glyph_name(name: &str) -> Option<char> {
+    let mut chars = name.chars();
+    let first = chars.next()?;
+    match chars.next() {
+        None => Some(first),
+        _ if first == '#' && name.len() == 3 => u8::from_str_radix(&name[1..], 16).ok().map(char::from),
+        _ => None,
+    }
+}
+
+/// The size of a Type 3 font's glyphs relative to its nominal size. Type 3 glyph space has no
+/// em, so guess it from the advance of 'm' (a typical 'm' is 0.6 em wide), else of a letter or
+/// any glyph (0.5 em), as pdftotext does.
+fn type3_em_scale(names: &[Option<String>], widths: &[f32], fm: &[f64; 6]) -> f32 {
+    let width_of = |pred: &dyn Fn(&str) -> bool| {
+        names.iter().zip(widths).find(|(n, w)| n.as_deref().is_some_and(pred) && **w > 0.0).map(|(_, w)| *w)
+    };
+    let w = width_of(&|n| n == "m")
+        .map(|w| w / 0.6)
+        .or_else(|| width_of(&|n| n.len() == 1 && n.as_bytes()[0].is_ascii_alphabetic()).map(|w| w / 0.5))
+        .or_else(|| width_of(&|_| true).map(|w| w / 0.5))
+        .unwrap_or(1.0);
+    let ratio = if fm[0] != 0.0 { (fm[3] / fm[0]).abs() as f32 } else { 1.0 };
+    let s = w * ratio;
+    if s.is_finite() && s > 0.0 { s } else { 1.0 }
 }
 
 fn builtin_encoding(doc: &Document, descriptor: Option<&Dictionary>, budget: &mut Budget) -> Result<Option<Builtin>, PdfError> {

@@ -395,7 +395,8 @@ impl<'a> Interp<'a> {
                 let len = (mc * mc + md * md).sqrt();
                 dir_x = -mc;
                 dir_y = -md;
-                adv = -ty * len;
+                // The glyph's extent leaves out Tc/Tw (as pdftotext): spacing makes gaps.
+                adv = -(w1 * size) * len;
                 height = size.abs() * (ma * ma + mb * mb).sqrt();
                 self.tm = Matrix::translate(0.0, ty).mul(&self.tm);
             } else {
@@ -404,7 +405,7 @@ impl<'a> Interp<'a> {
                 let len = (ma * ma + mb * mb).sqrt();
                 dir_x = ma * th.signum();
                 dir_y = mb * th.signum();
-                adv = tx * len * th.signum();
+                adv = w0 * size * th * len * th.signum();
                 height = size.abs() * f64::from(font.em_scale) * (mc * mc + md * md).sqrt();
                 self.tm = Matrix::translate(tx, 0.0).mul(&self.tm);
             }
@@ -453,7 +454,9 @@ fn clean_text(text: &mut String, start: usize) {
     let cleaned: String = tail
         .chars()
         .filter_map(|c| match c {
-            '\t' | '\n' | '\r' | '\u{a0}' | '\u{2000}'..='\u{200a}' | '\u{3000}' => Some(' '),
+            // Other control characters (a ligature glyph named "#0C" ...) come out as a space,
+            // as in pdftotext.
+            '\u{1}'..='\u{1f}' | '\u{a0}' | '\u{2000}'..='\u{200a}' | '\u{3000}' => Some(' '),
             c if c.is_control() || c == '\u{feff}' || c == '\u{fffe}' => None,
             c => Some(c),
         })
@@ -477,8 +480,8 @@ mod tests {
 
     #[test]
     fn clean() {
-        let mut s = String::from("ab\u{0}c\td");
+        let mut s = String::from("ab\u{0}c\td\u{c}");
         clean_text(&mut s, 1);
-        assert_eq!(s, "abc d");
+        assert_eq!(s, "abc d ");
     }
 }

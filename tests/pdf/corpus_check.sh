@@ -8,6 +8,7 @@
 #   env BIN=path      the seqgpt binary (default: build it, target/release/seqgpt)
 #   env SPEED=0       skip the speed comparison
 #   env TIMEOUT=120   seconds allowed per file
+#   env ONLY=a,b      only these corpus files (quick iterations; the score covers only them)
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -25,10 +26,17 @@ mkdir -p "$OUT"
 rm -f "$OUT"/*.txt "$OUT"/*.err
 
 printf 'name\tclass\texit\tseconds\tmax_rss_kb\tpages\tstderr\n' >"$OUT/results.tsv"
-tail -n +2 "$CORPUS/manifest.tsv" | while IFS=$'\t' read -r name cls lang pkg ver path derived transform pw rest; do
+# name, class, user password ("-" for none); read's IFS would merge empty tab-separated fields.
+python3 -c '
+import csv, sys
+only = set(filter(None, sys.argv[2].split(",")))
+for r in csv.DictReader(open(sys.argv[1], encoding="utf-8"), delimiter="\t"):
+    if not only or r["name"] in only:
+        print(r["name"], r["class"], r["user_password"] or "-", sep="\t")
+' "$CORPUS/manifest.tsv" "${ONLY:-}" | while IFS=$'\t' read -r name cls pw; do
   pdf="$CORPUS/corpus/$name.pdf"
   pwargs=()
-  [ -n "$pw" ] && pwargs=(--password "$pw")
+  [ "$pw" != "-" ] && pwargs=(--password "$pw")
   start=$(date +%s.%N)
   set +e
   /usr/bin/time -f '%M' -o "$OUT/$name.rss" timeout "$TIMEOUT" "$BIN" extract-text "$pdf" "${pwargs[@]}" \
@@ -49,6 +57,7 @@ done
 # Files that need a password, extracted without one: the error must say so.
 for name in h_enc_aes128_userpw enc_novapdf_userpw_test; do
   [ -f "$CORPUS/corpus/$name.pdf" ] || continue
+  [ -z "${ONLY:-}" ] || continue
   set +e
   "$BIN" extract-text "$CORPUS/corpus/$name.pdf" >/dev/null 2>"$OUT/$name.nopw.err"
   rc=$?
@@ -60,9 +69,9 @@ echo "== per-file results (exit status, time, memory, stderr) =="
 column -t -s $'\t' "$OUT/results.tsv" | cut -c1-220
 echo
 echo "== score (python3 score.py $OUT --ref $CORPUS/ref --pages) =="
-python3 "$SHARED/score.py" "$OUT" --ref "$CORPUS/ref" --pages --json "$OUT/score.json" | tee "$OUT/score.txt"
+python3 "$SHARED/score.py" "$OUT" --ref "$CORPUS/ref" --pages ${ONLY:+--only "$ONLY"} --json "$OUT/score.json" | tee "$OUT/score.txt"
 
-if [ "${SPEED:-1}" != 0 ]; then
+if [ "${SPEED:-1}" != 0 ] && [ -z "${ONLY:-}" ]; then
   echo
   echo "== speed on the large files (wall seconds, best of 3; pages/s) =="
   printf '%-28s %6s %10s %10s %10s %10s %7s\n' file pages pdftotext p/s seqgpt p/s ratio
