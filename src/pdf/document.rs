@@ -36,8 +36,68 @@ fn count(hay: &[u8], needle: &[u8]) -> usize {
     n
 }
 
-/// Open a PDF. Returns the document and warnings about repairs.
+/// Appended to a damaged file before rebuilding its cross-reference table: it closes a stream
+/// or object cut off by truncation, and gives the scan a catalog when the real one is lost (at
+/// the end of a truncated file, or inside an object stream the broken table hid). Pages are
+/// then found by scanning for /Type /Page objects.
+const RECOVERY_TAIL: &[u8] = b"\nendstream\nendobj\n999998 0 obj\n<< /Type /Pages /Kids [] /Count 0 >>\nendobj\n\
+999999 0 obj\n<< /Type /Catalog /Pages 999998 0 R >>\nendobj\n";
+
+/// Open a PDF, repairing it if needed. Returns the document and warnings about repairs.
 pub(crate) fn open(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Result<(Document, Vec<String>), PdfError> {
+    let first = open_as_is(bytes, password, limits, false);
+    let first_pages = match &first {
+        Ok((doc, _)) => match readable_pages(doc, limits) {
+            (n, true) if n > 0 => return first, // a sound page tree
+            (n, _) => n,
+        },
+        Err(PdfError::Invalid(_)) => 0,
+        Err(_) => return first,
+    };
+    let mut patched = Vec::with_capacity(bytes.len() + RECOVERY_TAIL.len());
+    patched.extend_from_slice(bytes);
+    patched.extend_from_slice(RECOVERY_TAIL);
+    let truncated = !bytes[bytes.len().saturating_sub(1024)..].windows(5).any(|w| w == b"%%EOF");
+    match open_as_is(&patched, password, limits, true) {
+        Ok((doc, mut warnings)) if readable_pages(&doc, limits).0 > first_pages => {
+            warnings.retain(|w| !w.contains("cross-reference"));
+            warnings.insert(
+                0,
+                if truncated {
+                    "damaged PDF: the file is truncated; what remains was recovered by scanning it for objects".into()
+                } else {
+                    "damaged PDF: the cross-reference data is broken; the objects were recovered by scanning the file".into()
+                },
+            );
+            Ok((doc, warnings))
+        }
+        _ => match first {
+            Err(PdfError::Invalid(why)) if truncated => Err(PdfError::Invalid(format!(
+                "truncated file (no %%EOF at the end) and no page could be recovered ({why})"
+            ))),
+            other => other,
+        },
+    }
+}
+
+/// How many pages have content, and whether the page tree (not a scan) found them.
+fn readable_pages(doc: &Document, limits: &Limits) -> (usize, bool) {
+    let mut w = Vec::new();
+    match pages(doc, limits, &mut w) {
+        Ok(p) => (p.iter().filter(|p| p.dict.is_some_and(|d| page_has_content(doc, d))).count(), w.is_empty()),
+        Err(_) => (0, false),
+    }
+}
+
+fn page_has_content(doc: &Document, page: &Dictionary) -> bool {
+    match page.get(b"Contents").map(|c| deref(doc, c)) {
+        Ok(Object::Stream(_)) => true,
+        Ok(Object::Array(a)) => a.iter().any(|o| matches!(deref(doc, o), Object::Stream(_))),
+        _ => false,
+    }
+}
+
+fn open_as_is(bytes: &[u8], password: Option<&str>, limits: &Limits, rebuild: bool) -> Result<(Document, Vec<String>), PdfError> {
     if bytes.len() > limits.max_file_bytes {
         return Err(PdfError::TooLarge(format!(
             "the file has {} bytes, more than {} (limit max_file_bytes)",
@@ -56,6 +116,7 @@ pub(crate) fn open(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Res
     let options = LoadOptions {
         password: password.map(str::to_string),
         max_decompressed_size: Some(load_cap),
+        force_reconstruct: rebuild,
         ..LoadOptions::default()
     };
     let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Document::load_mem_with_options(bytes, options)));
@@ -108,7 +169,7 @@ fn map_load_error(e: LoError, password: Option<&str>, load_cap: usize) -> PdfErr
         LoError::Decompress(DecompressError::MemoryLimitExceeded { .. }) => PdfError::TooLarge(format!(
             "an object or cross-reference stream decodes to more than {load_cap} bytes (limits max_stream_bytes / max_document_bytes; decompression bomb?)"
         )),
-        LoError::Parse(p) => PdfError::Invalid(format!("unreadable file structure: {p} (truncated or damaged file?)")),
+        LoError::Parse(p) => PdfError::Invalid(format!("unreadable file structure: {p}")),
         LoError::Xref(x) => PdfError::Invalid(format!("broken cross-reference table: {x}")),
         other => PdfError::Invalid(format!("cannot read the file: {other}")),
     }
