@@ -30,10 +30,6 @@ pub(crate) fn win_ansi() -> &'static NameTable {
     &tables::ENC_WIN_ANSI
 }
 
-pub(crate) fn mac_roman() -> &'static NameTable {
-    &tables::ENC_MAC_ROMAN
-}
-
 /// The Adobe Glyph List entry for `name`.
 pub(crate) fn agl(name: &[u8]) -> Option<&'static str> {
     tables::AGL

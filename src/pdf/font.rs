@@ -41,8 +41,6 @@ pub(crate) struct Font {
     dw1y: f32,
     /// Glyph height scale relative to a standard 1000-unit font (Type 3 fonts: from /FontMatrix).
     pub(crate) em_scale: f32,
-    /// Whether any code of the font maps to Unicode.
-    pub(crate) has_unicode: bool,
 }
 
 /// Most /W, /W2 or /Widths entries read.
@@ -117,25 +115,6 @@ impl Font {
 fn lookup(ranges: &[(u32, u32, f32)], cid: u32) -> Option<f32> {
     let end = ranges.partition_point(|r| r.0 <= cid);
     ranges[..end].iter().rev().take(4).find(|r| r.1 >= cid).map(|r| r.2)
-}
-
-/// A font nothing is known about: one-byte codes, no text, half-em widths.
-pub(crate) fn fallback_font() -> Font {
-    Font {
-        kind: Kind::Simple,
-        texts: vec![None; 256],
-        widths: vec![0.5; 256],
-        cmap: None,
-        to_unicode: None,
-        collection: None,
-        cid_widths: Vec::new(),
-        dw: 1.0,
-        vertical: false,
-        cid_w1y: Vec::new(),
-        dw1y: -1.0,
-        em_scale: 1.0,
-        has_unicode: false,
-    }
 }
 
 fn decode_stream(doc: &Document, d: &Dictionary, key: &[u8], budget: &mut Budget) -> Result<Option<Vec<u8>>, PdfError> {
@@ -313,7 +292,6 @@ fn load_simple(doc: &Document, dict: &Dictionary, budget: &mut Budget, type3: bo
         }
     }
     let em_scale = if type3 { type3_em_scale(&names, &widths, &fm) } else { 1.0 };
-    let has_unicode = texts.iter().any(Option::is_some);
     Ok(Font {
         kind: if type3 { Kind::Type3 } else { Kind::Simple },
         texts,
@@ -327,7 +305,6 @@ fn load_simple(doc: &Document, dict: &Dictionary, budget: &mut Budget, type3: bo
         cid_w1y: Vec::new(),
         dw1y: -1.0,
         em_scale,
-        has_unicode,
     })
 }
 
@@ -438,7 +415,6 @@ fn load_type0(doc: &Document, dict: &Dictionary, budget: &mut Budget) -> Result<
         }
         cid_w1y.sort_by_key(|e| e.0);
     }
-    let has_unicode = to_unicode.is_some() || collection.is_some();
     Ok(Font {
         kind: Kind::Cid,
         texts: Vec::new(),
@@ -452,7 +428,6 @@ fn load_type0(doc: &Document, dict: &Dictionary, budget: &mut Budget) -> Result<
         cid_w1y,
         dw1y: if dw1y.is_finite() { dw1y } else { -1.0 },
         em_scale: 1.0,
-        has_unicode,
     })
 }
 

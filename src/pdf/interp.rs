@@ -26,8 +26,6 @@ pub(crate) struct Glyph {
     /// The glyph's text: `text[start..start + len]` of the page.
     pub(crate) start: u32,
     pub(crate) len: u32,
-    /// Index of the font in the document's font cache.
-    pub(crate) font: u32,
     /// Order of appearance.
     pub(crate) seq: u32,
 }
@@ -76,7 +74,7 @@ impl Matrix {
 /// Fonts and decoded Form XObjects of one document, shared by its pages.
 #[derive(Default)]
 pub(crate) struct DocCache {
-    fonts: HashMap<FontKey, (u32, Rc<Font>)>,
+    fonts: HashMap<FontKey, Rc<Font>>,
     forms: HashMap<ObjectId, Rc<Vec<u8>>>,
 }
 
@@ -90,7 +88,7 @@ enum FontKey {
 #[derive(Clone)]
 struct GState {
     ctm: Matrix,
-    font: Option<(u32, Rc<Font>)>,
+    font: Option<Rc<Font>>,
     size: f64,
     char_space: f64,
     word_space: f64,
@@ -272,7 +270,7 @@ impl<'a> Interp<'a> {
 
     /// A TJ number: move back by v/1000 text space units.
     fn adjust(&mut self, v: f64) {
-        let Some((_, f)) = &self.gs.font else { return };
+        let Some(f) = &self.gs.font else { return };
         let d = -v / 1000.0 * self.gs.size;
         if f.is_vertical() {
             self.tm = Matrix::translate(0.0, d).mul(&self.tm);
@@ -281,27 +279,26 @@ impl<'a> Interp<'a> {
         }
     }
 
-    fn font_resource(&mut self, res: Option<&'a Dictionary>, name: &[u8]) -> Result<Option<(u32, Rc<Font>)>, PdfError> {
+    fn font_resource(&mut self, res: Option<&'a Dictionary>, name: &[u8]) -> Result<Option<Rc<Font>>, PdfError> {
         let doc = self.doc;
         let Some(fonts) = res.and_then(|r| get_dict(doc, r, b"Font")) else { return Ok(None) };
         let Ok(obj) = fonts.get(name) else { return Ok(None) };
         self.font_object(obj)
     }
 
-    fn font_object(&mut self, obj: &'a Object) -> Result<Option<(u32, Rc<Font>)>, PdfError> {
+    fn font_object(&mut self, obj: &'a Object) -> Result<Option<Rc<Font>>, PdfError> {
         let doc = self.doc;
         let Some(dict) = dict_of(doc, obj) else { return Ok(None) };
         let key = match ref_id(obj) {
             Some(id) => FontKey::Id(id),
             None => FontKey::Addr(dict as *const Dictionary as usize),
         };
-        if let Some((i, f)) = self.cache.fonts.get(&key) {
-            return Ok(Some((*i, f.clone())));
+        if let Some(f) = self.cache.fonts.get(&key) {
+            return Ok(Some(f.clone()));
         }
         let f = Rc::new(font::load(doc, dict, self.budget)?);
-        let i = self.cache.fonts.len() as u32;
-        self.cache.fonts.insert(key, (i, f.clone()));
-        Ok(Some((i, f)))
+        self.cache.fonts.insert(key, f.clone());
+        Ok(Some(f))
     }
 
     fn ext_gstate(&mut self, res: Option<&'a Dictionary>, name: &[u8]) -> Result<(), PdfError> {
@@ -366,7 +363,7 @@ impl<'a> Interp<'a> {
     }
 
     fn show(&mut self, bytes: &[u8]) -> Result<(), PdfError> {
-        let Some((font_idx, font)) = self.gs.font.clone() else { return Ok(()) };
+        let Some(font) = self.gs.font.clone() else { return Ok(()) };
         let g = &self.gs;
         let (size, tc, tw, th, rise) = (g.size, g.char_space, g.word_space, g.hscale, g.rise);
         let vertical = font.is_vertical();
@@ -439,7 +436,7 @@ impl<'a> Interp<'a> {
                 continue;
             }
             let seq = self.out.glyphs.len() as u32;
-            self.out.glyphs.push(Glyph { x, y, adv, size: height, rot, start: start as u32, len: len as u32, font: font_idx, seq });
+            self.out.glyphs.push(Glyph { x, y, adv, size: height, rot, start: start as u32, len: len as u32, seq });
         }
         Ok(())
     }

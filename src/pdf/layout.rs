@@ -366,7 +366,7 @@ mod tests {
                 p.text.push(ch);
                 let len = p.text.len() as u32 - start;
                 let seq = p.glyphs.len() as u32;
-                p.glyphs.push(Glyph { x, y: *y, adv: 0.5 * size, size: *size, rot: 0, start, len, font: 0, seq });
+                p.glyphs.push(Glyph { x, y: *y, adv: 0.5 * size, size: *size, rot: 0, start, len, seq });
                 x += 0.5 * size;
             }
         }

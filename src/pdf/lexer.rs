@@ -439,10 +439,6 @@ impl<'a> Lexer<'a> {
         }
         self.pos = d.len();
     }
-
-    pub(crate) fn at_end(&self) -> bool {
-        self.pos >= self.data.len()
-    }
 }
 
 /// Parse a PDF number starting at `pos`. Returns the value and the end offset (== `pos` when
