@@ -40,6 +40,8 @@ struct Segment {
     p1: f32,
     s: f32,
     size: f32,
+    /// The line (baseline cluster) the segment was cut from.
+    line: usize,
 }
 
 struct Block {
@@ -101,8 +103,9 @@ pub(crate) fn layout(page: &PageContent, bbox: Option<[f64; 4]>) -> String {
         }
         let segments = lines(&mut gs, &page.glyphs, text);
         let blocks = blocks(segments);
-        let order = reading_order(&blocks);
-        for bi in order {
+        let units = row_units(&blocks);
+        let order = reading_order(&units.iter().map(|u| u.bbox).collect::<Vec<_>>());
+        for bi in order.into_iter().filter_map(|u| units.get(u)).flat_map(|u| u.blocks.iter().copied()) {
             let Some(b) = blocks.get(bi) else { continue };
             let mut block_text = String::new();
             for (li, line) in b.lines.iter().enumerate() {
@@ -170,7 +173,7 @@ fn lines(gs: &mut [G], glyphs: &[Glyph], text: &str) -> Vec<Segment> {
         clusters.push(cur);
     }
     let mut segments = Vec::new();
-    for mut cl in clusters {
+    for (line, mut cl) in clusters.into_iter().enumerate() {
         cl.sort_by(|a, b| a.p0.total_cmp(&b.p0).then(glyphs[a.idx].seq.cmp(&glyphs[b.idx].seq)));
         // Drop glyphs drawn twice at (almost) the same place with the same text (fake bold,
         // shadows).
@@ -189,26 +192,26 @@ fn lines(gs: &mut [G], glyphs: &[Glyph], text: &str) -> Vec<Segment> {
         let mut end = f32::MIN;
         for g in kept {
             if !seg.is_empty() && g.p0 - end > SEGMENT_GAP * g.size.max(1.0) {
-                segments.push(make_segment(std::mem::take(&mut seg)));
+                segments.push(make_segment(std::mem::take(&mut seg), line));
                 end = f32::MIN;
             }
             end = end.max(g.p1);
             seg.push(g);
         }
         if !seg.is_empty() {
-            segments.push(make_segment(seg));
+            segments.push(make_segment(seg, line));
         }
     }
     segments
 }
 
-fn make_segment(glyphs: Vec<G>) -> Segment {
+fn make_segment(glyphs: Vec<G>, line: usize) -> Segment {
     let p0 = glyphs.iter().map(|g| g.p0).fold(f32::MAX, f32::min);
     let p1 = glyphs.iter().map(|g| g.p1).fold(f32::MIN, f32::max);
     // Baseline and size of the line: those of its largest glyph.
     let main = glyphs.iter().max_by(|a, b| a.size.total_cmp(&b.size)).copied();
     let (s, size) = main.map(|g| (g.s, g.size)).unwrap_or((0.0, 1.0));
-    Segment { glyphs, p0, p1: p1.max(p0), s, size }
+    Segment { glyphs, p0, p1: p1.max(p0), s, size, line }
 }
 
 fn line_text(seg: &Segment, glyphs: &[Glyph], text: &str) -> String {
@@ -295,15 +298,95 @@ fn blocks(mut segs: Vec<Segment>) -> Vec<Block> {
     blocks
 }
 
-/// Order blocks for reading: topological sort over Breuel's "before" relation.
-fn reading_order(blocks: &[Block]) -> Vec<usize> {
+/// A box in the reading-order sort: (p0, p1, top, bottom).
+#[derive(Clone, Copy)]
+struct BBox {
+    p0: f32,
+    p1: f32,
+    top: f32,
+    bottom: f32,
+}
+
+/// What the reading order sorts: a multi-line block, or the one-line blocks cut from the same
+/// line (table rows, table-of-contents entries: number, title, page), which read together
+/// left to right rather than as columns.
+struct Unit {
+    blocks: Vec<usize>,
+    bbox: BBox,
+}
+
+fn row_units(blocks: &[Block]) -> Vec<Unit> {
+    use std::collections::{HashMap, HashSet};
+    // Candidate rows: one-line blocks cut from the same line.
+    let mut rows: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, b) in blocks.iter().enumerate() {
+        if let [only] = b.lines.as_slice() {
+            rows.entry(only.line).or_default().push(i);
+        }
+    }
+    rows.retain(|_, members| members.len() >= 2);
+    // A row is a table row only if a nearby row has at least two cells aligned with it (left or
+    // right edges): headings of different columns that happen to share a baseline are not.
+    let aligned = |a: &[usize], b: &[usize]| -> usize {
+        a.iter()
+            .filter(|&&x| {
+                let (bx, tol) = (&blocks[x], 0.5 * blocks[x].lines[0].size);
+                b.iter().any(|&y| (blocks[y].p0 - bx.p0).abs() < tol || (blocks[y].p1 - bx.p1).abs() < tol)
+            })
+            .count()
+    };
+    let table_rows: HashSet<usize> = rows
+        .iter()
+        .filter(|(line, members)| {
+            let (s, size) = (blocks[members[0]].lines[0].s, blocks[members[0]].lines[0].size);
+            rows.iter().any(|(other, om)| {
+                other != *line
+                    && (blocks[om[0]].lines[0].s - s).abs() <= 4.0 * size
+                    && aligned(members, om) >= 2
+                    && aligned(om, members) >= 2
+            })
+        })
+        .map(|(line, _)| *line)
+        .collect();
+    let mut units: Vec<Unit> = Vec::new();
+    let mut unit_of_line: HashMap<usize, usize> = HashMap::new();
+    for (i, b) in blocks.iter().enumerate() {
+        let bbox = BBox { p0: b.p0, p1: b.p1, top: b.top, bottom: b.bottom };
+        let row = match b.lines.as_slice() {
+            [only] if table_rows.contains(&only.line) => Some(only.line),
+            _ => None,
+        };
+        if let Some(&u) = row.and_then(|l| unit_of_line.get(&l)) {
+            let unit = &mut units[u];
+            unit.blocks.push(i);
+            unit.bbox = BBox {
+                p0: unit.bbox.p0.min(bbox.p0),
+                p1: unit.bbox.p1.max(bbox.p1),
+                top: unit.bbox.top.min(bbox.top),
+                bottom: unit.bbox.bottom.max(bbox.bottom),
+            };
+            continue;
+        }
+        if let Some(l) = row {
+            unit_of_line.insert(l, units.len());
+        }
+        units.push(Unit { blocks: vec![i], bbox });
+    }
+    for u in &mut units {
+        u.blocks.sort_by(|&a, &b| blocks[a].p0.total_cmp(&blocks[b].p0));
+    }
+    units
+}
+
+/// Order boxes for reading: topological sort over Breuel's "before" relation.
+fn reading_order(blocks: &[BBox]) -> Vec<usize> {
     let n = blocks.len();
     let mut fallback: Vec<usize> = (0..n).collect();
     fallback.sort_by(|&a, &b| blocks[a].top.total_cmp(&blocks[b].top).then(blocks[a].p0.total_cmp(&blocks[b].p0)));
     if n > MAX_ORDERED_BLOCKS || n < 2 {
         return fallback;
     }
-    let overlaps_x = |a: &Block, b: &Block| a.p0.max(b.p0) < a.p1.min(b.p1);
+    let overlaps_x = |a: &BBox, b: &BBox| a.p0.max(b.p0) < a.p1.min(b.p1);
     let before = |a: usize, b: usize| -> bool {
         let (ba, bb) = (&blocks[a], &blocks[b]);
         // Rule 1: overlapping horizontally and a is above b.
@@ -388,6 +471,29 @@ mod tests {
             ("right two", 300.0, 688.0, 10.0),
         ]);
         assert_eq!(layout(&p, None), "left one\nleft two\n\nright one\nright two\n\n");
+    }
+
+    #[test]
+    fn table_rows_read_across() {
+        // Contents entries: number, title, page; rows too far apart to stack into paragraphs.
+        let p = page(&[
+            ("1", 72.0, 700.0, 10.0),
+            ("Introduction", 100.0, 700.0, 10.0),
+            ("3", 500.0, 700.0, 10.0),
+            ("2", 72.0, 678.0, 10.0),
+            ("Methods", 100.0, 678.0, 10.0),
+            ("9", 500.0, 678.0, 10.0),
+        ]);
+        assert_eq!(layout(&p, None), "1\n\nIntroduction\n\n3\n\n2\n\nMethods\n\n9\n\n");
+        // Headings of two columns that share a baseline are not a table row.
+        let p = page(&[
+            ("Left head", 72.0, 700.0, 10.0),
+            ("Right head", 300.0, 700.0, 10.0),
+            ("left body one", 72.0, 680.0, 10.0),
+            ("left body two", 72.0, 668.0, 10.0),
+            ("right body", 300.0, 680.0, 10.0),
+        ]);
+        assert_eq!(layout(&p, None), "Left head\n\nleft body one\nleft body two\n\nRight head\n\nright body\n\n");
     }
 
     #[test]
