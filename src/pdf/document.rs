@@ -117,6 +117,7 @@ fn open_as_is(bytes: &[u8], password: Option<&str>, limits: &Limits, rebuild: bo
         password: password.map(str::to_string),
         max_decompressed_size: Some(load_cap),
         force_reconstruct: rebuild,
+        filter: Some(keep_object),
         ..LoadOptions::default()
     };
     let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Document::load_mem_with_options(bytes, options)));
@@ -150,6 +151,23 @@ fn open_as_is(bytes: &[u8], password: Option<&str>, limits: &Limits, rebuild: bo
         _ => {}
     }
     Ok((doc, warnings))
+}
+
+/// Load filter: drop the objects text extraction never reads, which can be most of a file
+/// (hyperref's link annotations and named destinations: 82,000 of source2e.pdf's 90,000
+/// objects, 240 MB of memory once parsed).
+fn keep_object(id: ObjectId, obj: &mut Object) -> Option<(ObjectId, Object)> {
+    if let Object::Dictionary(d) = obj {
+        let is_type = |t: &[u8]| matches!(d.get(b"Type"), Ok(Object::Name(n)) if n == t);
+        let named_dest = d.len() == 1 && d.has(b"D");
+        let name_tree_node = d.has(b"Limits") && (d.has(b"Names") || d.has(b"Kids"));
+        if is_type(b"Annot") || named_dest || name_tree_node {
+            return None;
+        }
+    }
+    // lopdf keeps `obj` for objects read directly and the returned copy for members of object
+    // streams, so both must hold the object.
+    Some((id, obj.clone()))
 }
 
 fn map_load_error(e: LoError, password: Option<&str>, load_cap: usize) -> PdfError {

@@ -7,6 +7,7 @@
 #   OUT_DIR     default /tmp/pdfout (NAME.txt, NAME.pN.txt, NAME.err, results.tsv, score.txt)
 #   env BIN=path      the seqgpt binary (default: build it, target/release/seqgpt)
 #   env SPEED=0       skip the speed comparison
+#   env SPEED_ONLY=1  only the speed comparison
 #   env TIMEOUT=120   seconds allowed per file
 #   env ONLY=a,b      only these corpus files (quick iterations; the score covers only them)
 set -euo pipefail
@@ -23,6 +24,7 @@ if [ -z "${BIN:-}" ]; then
   BIN="${CARGO_TARGET_DIR:-$REPO/target}/release/seqgpt"
 fi
 mkdir -p "$OUT"
+if [ -z "${SPEED_ONLY:-}" ]; then
 rm -f "$OUT"/*.txt "$OUT"/*.err
 
 printf 'name\tclass\texit\tseconds\tmax_rss_kb\tpages\tstderr\n' >"$OUT/results.tsv"
@@ -70,6 +72,7 @@ column -t -s $'\t' "$OUT/results.tsv" | cut -c1-220
 echo
 echo "== score (python3 score.py $OUT --ref $CORPUS/ref --pages) =="
 python3 "$SHARED/score.py" "$OUT" --ref "$CORPUS/ref" --pages ${ONLY:+--only "$ONLY"} --json "$OUT/score.json" | tee "$OUT/score.txt"
+fi
 
 if [ "${SPEED:-1}" != 0 ] && [ -z "${ONLY:-}" ]; then
   echo
