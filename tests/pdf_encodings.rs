@@ -260,3 +260,21 @@ fn rotated_text_and_page_range() {
     let got: Vec<_> = d.pages.iter().map(|p| (p.number, words(&p.text))).collect();
     assert_eq!(got, vec![(2, "going up".to_string()), (3, "third page".to_string())]);
 }
+
+#[test]
+fn actual_text_replaces_the_glyphs() {
+    // An inline property list (UTF-16BE with BOM) and a named one in /Properties (PDFDocEncoding).
+    let mut pdf = Pdf::new();
+    let font = pdf.add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>");
+    let props = pdf.add("<< /ActualText (fl) >>");
+    let bytes = doc_with_pages(
+        &mut pdf,
+        &[(
+            b"BT /F1 12 Tf 72 700 Td (Stra) Tj /Span << /ActualText <FEFF00DF> >> BDC (ss) Tj EMC (e) Tj
+              0 -14 Td /Span /P1 BDC (\\256) Tj EMC (ow) Tj ET"
+                .to_vec(),
+            format!("<< /Font << /F1 {font} 0 R >> /Properties << /P1 {props} 0 R >> >>"),
+        )],
+    );
+    assert_eq!(text(&bytes).unwrap(), "Stra\u{df}e\nflow\n\n");
+}

@@ -30,6 +30,24 @@ pub(crate) fn win_ansi() -> &'static NameTable {
     &tables::ENC_WIN_ANSI
 }
 
+/// Decode a PDF text string: UTF-16BE or UTF-8 with a byte-order mark, else PDFDocEncoding.
+pub(crate) fn text_string(bytes: &[u8]) -> String {
+    if let Some(rest) = bytes.strip_prefix(b"\xfe\xff") {
+        return super::cmap::utf16be(rest);
+    }
+    if let Some(rest) = bytes.strip_prefix(b"\xef\xbb\xbf") {
+        return String::from_utf8_lossy(rest).into_owned();
+    }
+    let mut out = String::new();
+    for &b in bytes {
+        let name = tables::ENC_PDF_DOC[usize::from(b)];
+        if name.is_empty() || !glyph_name_to_unicode(name.as_bytes(), &mut out) {
+            out.push(char::from(b));
+        }
+    }
+    out
+}
+
 /// The Adobe Glyph List entry for `name`.
 pub(crate) fn agl(name: &[u8]) -> Option<&'static str> {
     tables::AGL

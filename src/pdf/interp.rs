@@ -2,6 +2,7 @@
 //! depth-limited) keeping the graphics and text state, and records every glyph shown with its
 //! position, advance, size, direction and Unicode text.
 
+use super::encoding;
 use super::font::{self, Font};
 use super::lexer::{Lexer, Operand};
 use super::limits::{Budget, Limits};
@@ -98,6 +99,14 @@ struct GState {
 }
 
 const MAX_GSTATE_DEPTH: usize = 256;
+/// Deepest marked-content nesting tracked (for /ActualText); deeper BMC/BDC are counted only.
+const MAX_MARKED_DEPTH: usize = 64;
+
+/// An open marked-content sequence: its /ActualText replacement, and where its glyphs start.
+struct Marked {
+    actual: Option<String>,
+    first_glyph: usize,
+}
 
 pub(crate) struct Interp<'a> {
     doc: &'a Document,
@@ -111,6 +120,9 @@ pub(crate) struct Interp<'a> {
     stack: Vec<GState>,
     tm: Matrix,
     tlm: Matrix,
+    marked: Vec<Marked>,
+    /// Marked-content sequences opened beyond MAX_MARKED_DEPTH and not yet closed.
+    marked_overflow: usize,
 }
 
 impl<'a> Interp<'a> {
@@ -136,6 +148,8 @@ impl<'a> Interp<'a> {
             stack: Vec::new(),
             tm: Matrix::IDENTITY,
             tlm: Matrix::IDENTITY,
+            marked: Vec::new(),
+            marked_overflow: 0,
         }
     }
 
@@ -258,9 +272,67 @@ impl<'a> Interp<'a> {
                     self.ext_gstate(res, name)?;
                 }
             }
+            b"BMC" | b"BDC" => {
+                let actual = if op == b"BDC" { self.actual_text(a.last(), res) } else { None };
+                if self.marked.len() < MAX_MARKED_DEPTH {
+                    self.marked.push(Marked { actual, first_glyph: self.out.glyphs.len() });
+                } else {
+                    self.marked_overflow += 1;
+                }
+            }
+            b"EMC" => {
+                if self.marked_overflow > 0 {
+                    self.marked_overflow -= 1;
+                } else if let Some(m) = self.marked.pop() {
+                    if let Some(actual) = m.actual {
+                        self.replace_glyphs(m.first_glyph, &actual);
+                    }
+                }
+            }
             _ => {}
         }
         Ok(())
+    }
+
+    /// The /ActualText of a BDC property list (inline, or named in /Properties).
+    fn actual_text(&self, props: Option<&Operand<'_>>, res: Option<&'a Dictionary>) -> Option<String> {
+        match props? {
+            Operand::Dict(entries) => entries.iter().find(|(k, _)| k.as_ref() == b"ActualText").and_then(|(_, v)| match v {
+                Operand::Str(s) => Some(encoding::text_string(s)),
+                _ => None,
+            }),
+            Operand::Name(name) => {
+                let doc = self.doc;
+                let props = res.and_then(|r| get_dict(doc, r, b"Properties")).and_then(|p| get_dict(doc, p, name))?;
+                match get(doc, props, b"ActualText")? {
+                    Object::String(s, _) => Some(encoding::text_string(s)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// Replace the glyphs shown since `first` by one glyph carrying `actual` (what pdftotext
+    /// does with /ActualText): it spans them all, from the first origin to the last end.
+    fn replace_glyphs(&mut self, first: usize, actual: &str) {
+        let glyphs = &mut self.out.glyphs;
+        let (Some(head), Some(last)) = (glyphs.get(first).cloned(), glyphs.last().cloned()) else { return };
+        let (dx, dy) = match head.rot {
+            0 => (1.0, 0.0),
+            1 => (0.0, -1.0),
+            2 => (-1.0, 0.0),
+            _ => (0.0, 1.0),
+        };
+        let span = (last.x - head.x) * dx + (last.y - head.y) * dy + last.adv;
+        glyphs.truncate(first);
+        self.out.text.truncate(head.start as usize);
+        let start = self.out.text.len();
+        self.out.text.push_str(actual);
+        clean_text(&mut self.out.text, start);
+        let len = (self.out.text.len() - start) as u32;
+        let seq = head.seq;
+        glyphs.push(Glyph { adv: span.max(head.adv), start: start as u32, len, seq, ..head });
     }
 
     fn next_line(&mut self, tx: f64, ty: f64) {
