@@ -278,3 +278,39 @@ fn actual_text_replaces_the_glyphs() {
     );
     assert_eq!(text(&bytes).unwrap(), "Stra\u{df}e\nflow\n\n");
 }
+
+/// A TrueType font with only a `cmap` table (format 4) mapping 'A'..'C' to glyphs 5..7.
+fn tiny_truetype() -> Vec<u8> {
+    let mut f = vec![0, 1, 0, 0, 0, 1, 0, 16, 0, 0, 0, 0];
+    f.extend_from_slice(b"cmap");
+    f.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 28, 0, 0, 0, 0]);
+    f.extend_from_slice(&[0, 0, 0, 1, 0, 3, 0, 1, 0, 0, 0, 12]);
+    let delta = (5i32 - 0x41) as i16 as u16;
+    for w in [4u16, 32, 0, 4, 4, 1, 0, 0x43, 0xffff, 0, 0x41, 0xffff, delta, 1, 0, 0] {
+        f.extend_from_slice(&w.to_be_bytes());
+    }
+    f
+}
+
+#[test]
+fn cid_truetype_without_tounicode_uses_the_font_cmap() {
+    for cid_to_gid in ["/Identity", "STREAM"] {
+        let mut pdf = Pdf::new();
+        let ff = pdf.stream("", &tiny_truetype());
+        let map = if cid_to_gid == "STREAM" {
+            // CIDs 1, 2, 3 -> glyphs 7, 6, 5
+            let s = pdf.stream("", &[0, 0, 0, 7, 0, 6, 0, 5]);
+            format!("{s} 0 R")
+        } else {
+            cid_to_gid.to_string()
+        };
+        let fd = pdf.add(format!("<< /Type /FontDescriptor /FontName /T /Flags 4 /FontFile2 {ff} 0 R >>"));
+        let cid = pdf.add(format!(
+            "<< /Type /Font /Subtype /CIDFontType2 /BaseFont /T /CIDSystemInfo << /Registry (Adobe) /Ordering (Identity) /Supplement 0 >> /FontDescriptor {fd} 0 R /CIDToGIDMap {map} >>"
+        ));
+        let f = pdf.add(format!("<< /Type /Font /Subtype /Type0 /BaseFont /T /Encoding /Identity-H /DescendantFonts [{cid} 0 R] >>"));
+        let content: &[u8] = if cid_to_gid == "STREAM" { b"BT /F1 12 Tf 72 700 Td <000300020001> Tj ET" } else { b"BT /F1 12 Tf 72 700 Td <000500060007> Tj ET" };
+        let bytes = doc_with_pages(&mut pdf, &[(content.to_vec(), format!("<< /Font << /F1 {f} 0 R >> >>"))]);
+        assert_eq!(words(&text(&bytes).unwrap()), "ABC", "{cid_to_gid}");
+    }
+}

@@ -319,3 +319,29 @@ fn garbage_content_and_objects_do_not_panic() {
         let _ = text(&bytes[..cut]);
     }
 }
+
+#[test]
+fn scattered_glyphs_lay_out_in_bounded_time() {
+    // 60,000 one-glyph segments at pseudo-random places, and 60,000 on one baseline spaced far
+    // apart: the layout must stay near-linear.
+    let mut content = b"BT /F1 4 Tf ".to_vec();
+    let mut seed = 12345u64;
+    for _ in 0..60_000 {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let x = (seed >> 33) % 600;
+        let y = (seed >> 13) % 780;
+        content.extend_from_slice(format!("1 0 0 1 {x} {y} Tm (a) Tj ").as_bytes());
+    }
+    for y in [400, 399] {
+        content.extend_from_slice(format!("ET BT /F1 0.001 Tf 0 {y} Td ").as_bytes());
+        for _ in 0..30_000 {
+            content.extend_from_slice(b"(b) Tj 0.01 0 Td ");
+        }
+    }
+    content.extend_from_slice(b"ET");
+    let pdf = helvetica_page(&content);
+    let start = std::time::Instant::now();
+    let t = text(&pdf).unwrap();
+    assert!(t.contains('a') && t.contains('b'));
+    assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
+}

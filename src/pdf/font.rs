@@ -39,6 +39,10 @@ pub(crate) struct Font {
     vertical: bool,
     cid_w1y: Vec<(u32, u32, f32)>,
     dw1y: f32,
+    /// CID TrueType fonts without ToUnicode or known collection: CID -> glyph id (None:
+    /// identity) and the embedded font's glyph id -> Unicode.
+    cid_to_gid: Option<Vec<u16>>,
+    gid_unicode: Vec<(u16, char)>,
     /// Glyph height scale relative to a standard 1000-unit font (Type 3 fonts: from /FontMatrix).
     pub(crate) em_scale: f32,
 }
@@ -97,6 +101,19 @@ impl Font {
                     if let Some(c) = cjk::cid_to_unicode(coll, self.cid(code, n)) {
                         out.push(c);
                         return true;
+                    }
+                }
+                if !self.gid_unicode.is_empty() {
+                    let cid = self.cid(code, n);
+                    let gid = match &self.cid_to_gid {
+                        Some(map) => map.get(cid as usize).copied().unwrap_or(0),
+                        None => u16::try_from(cid).unwrap_or(0),
+                    };
+                    if let Ok(i) = self.gid_unicode.binary_search_by_key(&gid, |e| e.0) {
+                        if let Some((_, c)) = self.gid_unicode.get(i) {
+                            out.push(*c);
+                            return true;
+                        }
                     }
                 }
                 false
@@ -304,6 +321,8 @@ fn load_simple(doc: &Document, dict: &Dictionary, budget: &mut Budget, type3: bo
         vertical: false,
         cid_w1y: Vec::new(),
         dw1y: -1.0,
+        cid_to_gid: None,
+        gid_unicode: Vec::new(),
         em_scale,
     })
 }
@@ -415,6 +434,20 @@ fn load_type0(doc: &Document, dict: &Dictionary, budget: &mut Budget) -> Result<
         }
         cid_w1y.sort_by_key(|e| e.0);
     }
+    // No ToUnicode and no known collection: an embedded TrueType program's own cmap says which
+    // character each glyph draws.
+    let (mut cid_to_gid, mut gid_unicode) = (None, Vec::new());
+    if to_unicode.is_none() && collection.is_none() {
+        let fd = get_dict(doc, cid_font, b"FontDescriptor");
+        if let Some(data) = fd.map(|fd| decode_stream(doc, fd, b"FontFile2", budget)).transpose()?.flatten() {
+            gid_unicode = fontfile::truetype_gid_to_unicode(&data);
+            if let Some(Object::Stream(s)) = get(doc, cid_font, b"CIDToGIDMap") {
+                if let Some(map) = budget.decode(s)? {
+                    cid_to_gid = Some(map.chunks_exact(2).map(|c| u16::from_be_bytes([c[0], c[1]])).collect());
+                }
+            }
+        }
+    }
     Ok(Font {
         kind: Kind::Cid,
         texts: Vec::new(),
@@ -427,6 +460,8 @@ fn load_type0(doc: &Document, dict: &Dictionary, budget: &mut Budget) -> Result<
         vertical,
         cid_w1y,
         dw1y: if dw1y.is_finite() { dw1y } else { -1.0 },
+        cid_to_gid,
+        gid_unicode,
         em_scale: 1.0,
     })
 }

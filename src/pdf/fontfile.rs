@@ -343,3 +343,135 @@ mod tests {
         let _ = cff_encoding(&noise);
     }
 }
+
+// ------------------------------------------------------------------------------- TrueType
+
+/// Glyph id -> Unicode, from the Unicode subtables of a TrueType font's `cmap` (the reverse of
+/// what the font maps), sorted by glyph id. Used for CID TrueType fonts that come without
+/// ToUnicode and without a known character collection, as pdftotext does.
+pub(crate) fn truetype_gid_to_unicode(data: &[u8]) -> Vec<(u16, char)> {
+    let rd16 = |at: usize| -> Option<u32> { Some((u32::from(*data.get(at)?) << 8) | u32::from(*data.get(at + 1)?)) };
+    let rd32 = |at: usize| -> Option<u32> { Some((rd16(at)? << 16) | rd16(at + 2)?) };
+    let mut out: Vec<(u16, char)> = Vec::new();
+    let Some(num_tables) = rd16(4) else { return out };
+    let cmap = (0..num_tables.min(256) as usize).find_map(|i| {
+        let rec = 12 + 16 * i;
+        (data.get(rec..rec + 4)? == b"cmap").then(|| rd32(rec + 8)).flatten()
+    });
+    let Some(cmap) = cmap.map(|c| c as usize) else { return out };
+    let Some(n_sub) = rd16(cmap + 2) else { return out };
+    // Prefer a full-Unicode (format 12) subtable, then a BMP one.
+    let mut best: Option<(u32, usize)> = None;
+    for i in 0..n_sub.min(64) as usize {
+        let rec = cmap + 4 + 8 * i;
+        let (Some(pid), Some(eid), Some(off)) = (rd16(rec), rd16(rec + 2), rd32(rec + 4)) else { break };
+        let unicode = pid == 0 || (pid == 3 && (eid == 1 || eid == 10));
+        if !unicode {
+            continue;
+        }
+        let at = cmap + off as usize;
+        let rank = match rd16(at) {
+            Some(12) => 2,
+            Some(4) => 1,
+            _ => continue,
+        };
+        if best.is_none_or(|(r, _)| rank > r) {
+            best = Some((rank, at));
+        }
+    }
+    let Some((_, at)) = best else { return out };
+    const MAX_MAPPINGS: usize = 1 << 17;
+    match rd16(at) {
+        Some(4) => {
+            let seg_x2 = rd16(at + 6).unwrap_or(0) as usize;
+            let ends = at + 14;
+            let starts = ends + seg_x2 + 2;
+            let deltas = starts + seg_x2;
+            let range_offs = deltas + seg_x2;
+            for seg in 0..seg_x2 / 2 {
+                let (Some(end), Some(start), Some(delta), Some(ro)) =
+                    (rd16(ends + 2 * seg), rd16(starts + 2 * seg), rd16(deltas + 2 * seg), rd16(range_offs + 2 * seg))
+                else {
+                    break;
+                };
+                if start > end || end == 0xffff && start == 0xffff {
+                    continue;
+                }
+                for c in start..=end {
+                    if out.len() >= MAX_MAPPINGS {
+                        break;
+                    }
+                    let gid = if ro == 0 {
+                        (c + delta) & 0xffff
+                    } else {
+                        let addr = range_offs + 2 * seg + ro as usize + 2 * (c - start) as usize;
+                        match rd16(addr) {
+                            Some(0) | None => continue,
+                            Some(g) => (g + delta) & 0xffff,
+                        }
+                    };
+                    if let Some(ch) = char::from_u32(c) {
+                        if gid != 0 {
+                            out.push((gid as u16, ch));
+                        }
+                    }
+                }
+            }
+        }
+        Some(12) => {
+            let n = rd32(at + 12).unwrap_or(0) as usize;
+            for g in 0..n.min(MAX_MAPPINGS) {
+                let rec = at + 16 + 12 * g;
+                let (Some(s), Some(e), Some(gs)) = (rd32(rec), rd32(rec + 4), rd32(rec + 8)) else { break };
+                if s > e || e > 0x10ffff {
+                    continue;
+                }
+                for c in s..=e.min(s.saturating_add(MAX_MAPPINGS as u32)) {
+                    if out.len() >= MAX_MAPPINGS {
+                        break;
+                    }
+                    let gid = gs.saturating_add(c - s);
+                    if let (Some(ch), true) = (char::from_u32(c), gid > 0 && gid <= 0xffff) {
+                        out.push((gid as u16, ch));
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    // One character per glyph: the lowest code point (a glyph mapped from several).
+    out.sort_by_key(|&(g, c)| (g, c));
+    out.dedup_by_key(|e| e.0);
+    out
+}
+
+#[cfg(test)]
+mod truetype_tests {
+    use super::truetype_gid_to_unicode;
+
+    /// A font with only a `cmap` table, format 4, mapping 'A'..'C' to glyphs 5..7.
+    pub(crate) fn tiny_truetype() -> Vec<u8> {
+        let mut f = vec![0, 1, 0, 0, 0, 1, 0, 16, 0, 0, 0, 0];
+        f.extend_from_slice(b"cmap");
+        f.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 28, 0, 0, 0, 0]);
+        // cmap header: version 0, 1 subtable (3,1) at offset 12
+        f.extend_from_slice(&[0, 0, 0, 1, 0, 3, 0, 1, 0, 0, 0, 12]);
+        // format 4, two segments: 0x41..0x43 delta -0x3c (-> 5..7), and the 0xffff terminator
+        let delta = (5i32 - 0x41) as i16 as u16;
+        let words: [u16; 16] = [4, 32, 0, 4, 4, 1, 0, 0x43, 0xffff, 0, 0x41, 0xffff, delta, 1, 0, 0];
+        for w in words {
+            f.extend_from_slice(&w.to_be_bytes());
+        }
+        f
+    }
+
+    #[test]
+    fn format4_reverse_map() {
+        let m = truetype_gid_to_unicode(&tiny_truetype());
+        assert_eq!(m, vec![(5, 'A'), (6, 'B'), (7, 'C')]);
+        assert!(truetype_gid_to_unicode(b"junk").is_empty());
+        let mut cut = tiny_truetype();
+        cut.truncate(40);
+        let _ = truetype_gid_to_unicode(&cut);
+    }
+}

@@ -24,6 +24,13 @@ const SPACE_GAP: f32 = 0.1;
 const LINE_TOL: f32 = 0.5;
 /// Most blocks ordered by the topological rules; more fall back to top-to-bottom order.
 const MAX_ORDERED_BLOCKS: usize = 400;
+/// Most blocks a new line is tried against (keeps hostile pages linear).
+const MAX_OPEN_BLOCKS: usize = 256;
+/// Most candidate table rows on a page, and neighbours each is compared with.
+const MAX_ROWS: usize = 2000;
+const ROW_NEIGHBOURS: usize = 8;
+/// Rows with more cells than this are not treated as table rows.
+const MAX_ROW_CELLS: usize = 64;
 
 #[derive(Clone, Copy)]
 struct G {
@@ -251,10 +258,15 @@ fn line_text(seg: &Segment, glyphs: &[Glyph], text: &str) -> String {
 /// Stack segments into blocks.
 fn blocks(mut segs: Vec<Segment>) -> Vec<Block> {
     segs.sort_by(|a, b| a.s.total_cmp(&b.s).then(a.p0.total_cmp(&b.p0)));
+    let max_size = segs.iter().map(|s| s.size).fold(0.0f32, f32::max);
     let mut blocks: Vec<Block> = Vec::new();
+    // Blocks that may still take a line: the most recent ones whose last line is near enough.
+    let mut open: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
     for seg in segs {
+        open.retain(|&i| blocks[i].lines.last().is_some_and(|l| seg.s - l.s <= 1.6 * max_size));
         let mut best: Option<usize> = None;
-        for (i, b) in blocks.iter().enumerate() {
+        for &i in &open {
+            let b = &blocks[i];
             let Some(last) = b.lines.last() else { continue };
             let dy = seg.s - last.s;
             let size = seg.size.max(last.size);
@@ -285,14 +297,20 @@ fn blocks(mut segs: Vec<Segment>) -> Vec<Block> {
                 b.bottom = b.bottom.max(seg.s);
                 b.lines.push(seg);
             }
-            None => blocks.push(Block {
-                p0: seg.p0,
-                p1: seg.p1,
-                top: seg.s - seg.size,
-                bottom: seg.s,
-                spacing: 0.0,
-                lines: vec![seg],
-            }),
+            None => {
+                if open.len() >= MAX_OPEN_BLOCKS {
+                    open.pop_front();
+                }
+                open.push_back(blocks.len());
+                blocks.push(Block {
+                    p0: seg.p0,
+                    p1: seg.p1,
+                    top: seg.s - seg.size,
+                    bottom: seg.s,
+                    spacing: 0.0,
+                    lines: vec![seg],
+                })
+            }
         }
     }
     blocks
@@ -324,7 +342,7 @@ fn row_units(blocks: &[Block]) -> Vec<Unit> {
             rows.entry(only.line).or_default().push(i);
         }
     }
-    rows.retain(|_, members| members.len() >= 2);
+    rows.retain(|_, members| (2..=MAX_ROW_CELLS).contains(&members.len()));
     // A row is a table row only if a nearby row has at least two cells aligned with it (left or
     // right edges): headings of different columns that happen to share a baseline are not.
     let aligned = |a: &[usize], b: &[usize]| -> usize {
@@ -335,19 +353,19 @@ fn row_units(blocks: &[Block]) -> Vec<Unit> {
             })
             .count()
     };
-    let table_rows: HashSet<usize> = rows
+    let mut by_pos: Vec<(f32, f32, usize, &Vec<usize>)> = rows
         .iter()
-        .filter(|(line, members)| {
-            let (s, size) = (blocks[members[0]].lines[0].s, blocks[members[0]].lines[0].size);
-            rows.iter().any(|(other, om)| {
-                other != *line
-                    && (blocks[om[0]].lines[0].s - s).abs() <= 4.0 * size
-                    && aligned(members, om) >= 2
-                    && aligned(om, members) >= 2
-            })
-        })
-        .map(|(line, _)| *line)
+        .take(MAX_ROWS)
+        .map(|(line, m)| (blocks[m[0]].lines[0].s, blocks[m[0]].lines[0].size, *line, m))
         .collect();
+    by_pos.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut table_rows: HashSet<usize> = HashSet::new();
+    for (k, &(s, size, line, members)) in by_pos.iter().enumerate() {
+        let near = by_pos[k.saturating_sub(ROW_NEIGHBOURS)..(k + 1 + ROW_NEIGHBOURS).min(by_pos.len())].iter();
+        if near.filter(|o| o.2 != line && (o.0 - s).abs() <= 4.0 * size).any(|o| aligned(members, o.3) >= 2 && aligned(o.3, members) >= 2) {
+            table_rows.insert(line);
+        }
+    }
     let mut units: Vec<Unit> = Vec::new();
     let mut unit_of_line: HashMap<usize, usize> = HashMap::new();
     for (i, b) in blocks.iter().enumerate() {
