@@ -154,26 +154,3 @@ pub fn extract_text(pdf_bytes: &[u8], opts: &ExtractOptions) -> Result<Extracted
     Ok(ExtractedDocument { page_count, pages: out, warnings })
 }
 
-/// Debugging aid: the glyphs page `number` shows, as (text, x, y, advance, size, direction).
-#[doc(hidden)]
-pub fn debug_glyphs(pdf_bytes: &[u8], password: Option<&str>, number: u32) -> Result<Vec<(String, f32, f32, f32, f32, u8)>, PdfError> {
-    let limits = Limits::default();
-    let (doc, mut warnings) = document::open(pdf_bytes, password, &limits)?;
-    let pages = document::pages(&doc, &limits, &mut warnings)?;
-    let page = pages.get(number.saturating_sub(1) as usize).ok_or_else(|| PdfError::InvalidPageRange(format!("{number}")))?;
-    let mut budget = limits::Budget::new(&limits);
-    let mut cache = interp::DocCache::default();
-    let Some(dict) = page.dict else { return Ok(Vec::new()) };
-    let content = document::page_content(&doc, dict, &mut budget)?.unwrap_or_default();
-    let mut it = interp::Interp::new(&doc, &mut budget, &mut cache, &limits);
-    it.run(&content, page.resources)?;
-    let shown = it.finish();
-    Ok(shown
-        .glyphs
-        .iter()
-        .map(|g| {
-            let t = shown.text.get(g.start as usize..(g.start + g.len) as usize).unwrap_or("").to_string();
-            (t, g.x, g.y, g.adv, g.size, g.rot)
-        })
-        .collect())
-}
