@@ -69,12 +69,13 @@ fn frame(g: &Glyph) -> (f32, f32) {
     }
 }
 
-pub(crate) fn is_cjk(c: char) -> bool {
+/// Characters of scripts written without spaces between words (Chinese, Japanese: Han, kana,
+/// CJK punctuation, full-width forms). Hangul is not one: Korean separates words by spaces.
+fn unspaced_script(c: char) -> bool {
     matches!(c as u32,
-        0x1100..=0x11FF | 0x2E80..=0x2FDF | 0x2FF0..=0x303F | 0x3040..=0x30FF | 0x3100..=0x312F
-        | 0x3130..=0x318F | 0x3190..=0x31FF | 0x3200..=0x33FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF
-        | 0xA960..=0xA97F | 0xAC00..=0xD7FF | 0xF900..=0xFAFF | 0xFE30..=0xFE4F | 0xFF00..=0xFFEF
-        | 0x20000..=0x3FFFF)
+        0x2E80..=0x2FDF | 0x2FF0..=0x303F | 0x3040..=0x30FF | 0x3100..=0x312F | 0x3190..=0x31FF
+        | 0x3200..=0x33FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0xFE30..=0xFE4F
+        | 0xFF00..=0xFF60 | 0xFFE0..=0xFFE6 | 0x20000..=0x3FFFF)
 }
 
 /// Lay out a page's glyphs. `bbox` is the visible page area (x0, y0, x1, y1) in user space;
@@ -240,7 +241,7 @@ fn line_text(seg: &Segment, glyphs: &[Glyph], text: &str) -> String {
         if let (Some(end), Some(pc), Some(fc)) = (prev_end, prev_char, first) {
             let gap = g.p0 - end;
             let wide = gap > SPACE_GAP * g.size;
-            let cjk_pair = is_cjk(pc) && is_cjk(fc);
+            let cjk_pair = unspaced_script(pc) && unspaced_script(fc);
             let space = if cjk_pair { gap > g.size } else { wide || pending_space };
             if space && !s.ends_with(' ') {
                 s.push(' ');
@@ -515,10 +516,13 @@ mod tests {
     }
 
     #[test]
-    fn dehyphenation_and_cjk() {
+    fn dehyphenation_cjk_and_korean() {
         let p = page(&[("extrac-", 72.0, 700.0, 10.0), ("tion", 72.0, 688.0, 10.0)]);
         assert_eq!(layout(&p, None), "extraction\n\n");
         let p = page(&[("中文", 72.0, 700.0, 10.0), ("字", 84.0, 700.0, 10.0)]);
         assert_eq!(layout(&p, None), "中文字\n\n");
+        // Korean words keep their spaces.
+        let p = page(&[("강남", 72.0, 700.0, 10.0), ("스타일", 85.0, 700.0, 10.0)]);
+        assert_eq!(layout(&p, None), "강남 스타일\n\n");
     }
 }
