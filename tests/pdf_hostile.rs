@@ -345,3 +345,27 @@ fn scattered_glyphs_lay_out_in_bounded_time() {
     assert!(t.contains('a') && t.contains('b'));
     assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
 }
+
+#[test]
+fn deep_nesting_fits_a_small_thread_stack() {
+    // Arrays and dictionaries nested to lopdf's limit in an object and in a content stream, read
+    // on a thread with tokio's default 2 MiB stack.
+    let deep_obj = format!("{}1{}", "[".repeat(99), "]".repeat(99));
+    let deep_dict = format!("{}1{}", "<< /A ".repeat(99), " >>".repeat(99));
+    let mut content = b"BT /F1 12 Tf 72 700 Td (ok) Tj ET ".to_vec();
+    content.extend_from_slice(format!("{} TJ {} BDC EMC", "[".repeat(5000), "<< /P ".repeat(5000)).as_bytes());
+    let mut pdf = Pdf::new();
+    let font = pdf.add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>");
+    let junk = pdf.add(format!("<< /Deep {deep_obj} /Deeper {deep_dict} >>"));
+    let bytes = doc_with_pages(
+        &mut pdf,
+        &[(content, format!("<< /Font << /F1 {font} 0 R >> /Junk {junk} 0 R >>"))],
+    );
+    let t = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || text(&bytes))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(words(&t.unwrap()), "ok");
+}
