@@ -160,3 +160,19 @@ fn out_of_vocabulary_ids_are_errors() {
     let err = e.last_logits(&[5, 99_999]).unwrap_err().to_string();
     assert!(err.contains("outside the vocabulary"), "{err}");
 }
+
+#[test]
+fn a_corrupt_embedded_tokenizer_is_an_error_at_first_use() {
+    let mut v = tiny_bytes();
+    let key = b"tokenizer.huggingface.json";
+    let at = find(&v, key) + key.len() + 4 + 8; // value type, then string length
+    assert_eq!(v[at], b'{');
+    v[at] = b'X';
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let p = scratch(&format!("tok-{}.gguf", N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)), &v);
+    let engine = Engine::open(&p, &Device::Cpu).expect("the model itself is intact");
+    let err = engine.encode("hello").unwrap_err().to_string();
+    assert!(err.contains("tokenizer"), "{err}");
+    // Token ids still run: the model does not need the tokenizer.
+    assert!(engine.last_logits(&[5, 6]).is_ok());
+}

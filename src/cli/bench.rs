@@ -42,7 +42,8 @@ struct Run {
 
 /// Deterministic prompt ids spread over the tokenizer's ordinary tokens (never EOS/pad).
 fn synthetic_prompt(engine: &Engine, len: usize, row: usize) -> Vec<u32> {
-    let vocab = engine.tokenizer.vocab_size().clamp(8, engine.model.cfg.vocab) as u64;
+    let known = engine.tokenizer.vocab_size().unwrap_or(engine.model.cfg.vocab);
+    let vocab = known.clamp(8, engine.model.cfg.vocab) as u64;
     let specials = [engine.tokenizer.eos_id, engine.tokenizer.bos_id, engine.tokenizer.pad_id];
     let mut x = 0x2545F4914F6CDD1Du64 ^ (row as u64).wrapping_mul(0x9E3779B97F4A7C15);
     (0..len)
