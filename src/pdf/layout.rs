@@ -150,12 +150,12 @@ fn dehyphenate(s: &mut String) -> bool {
     true
 }
 
-/// Group glyphs into line segments.
 /// The text of a glyph.
 fn glyph_text<'t>(text: &'t str, g: &Glyph) -> &'t str {
     text.get(g.start as usize..(g.start as usize).saturating_add(g.len as usize)).unwrap_or("")
 }
 
+/// Group glyphs into line segments.
 fn lines(gs: &mut [G], glyphs: &[Glyph], text: &str) -> Vec<Segment> {
     gs.sort_by(|a, b| a.s.total_cmp(&b.s).then(a.p0.total_cmp(&b.p0)));
     let mut clusters: Vec<Vec<G>> = Vec::new();
