@@ -155,11 +155,10 @@ fn image_only_page_in_a_text_document() {
 fn bomb(size: usize, layers: usize) -> Vec<u8> {
     let mut data = b"BT /F1 24 Tf 72 720 Td (Hello bomb) Tj ET\n".to_vec();
     data.resize(size, b' ');
-    let mut filters = Vec::new();
     for _ in 0..layers {
         data = zlib(&data);
-        filters.push("/FlateDecode");
     }
+    let filters = vec!["/FlateDecode"; layers];
     let mut pdf = Pdf::new();
     let font = pdf.add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>");
     let c = pdf.stream(&format!("/Filter [{}]", filters.join(" ")), &data);
@@ -280,7 +279,7 @@ fn huge_page_counts_and_page_tree_cycles() {
 #[test]
 fn page_ranges() {
     let pdf = helvetica_page(b"BT /F1 12 Tf 72 700 Td (one) Tj ET");
-    for r in [2..=3, 0..=1, 3..=2] {
+    for r in [2..=3, 0..=1, std::ops::RangeInclusive::new(3, 2)] {
         let o = ExtractOptions { pages: Some(r), ..Default::default() };
         assert!(matches!(text_with(&pdf, &o), Err(PdfError::InvalidPageRange(_))));
     }

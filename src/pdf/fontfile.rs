@@ -66,7 +66,7 @@ pub(crate) fn type1_encoding(data: &[u8]) -> Option<Builtin> {
         }
         window.push(tok);
     }
-    any.then(|| Builtin::Custom(table))
+    any.then_some(Builtin::Custom(table))
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {

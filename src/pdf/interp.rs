@@ -186,11 +186,7 @@ impl<'a> Interp<'a> {
         // Operands counted from the end (the ones in front may be garbage).
         let last = |k: usize| -> f64 { if a.len() >= k { a[a.len() - k].num().unwrap_or(0.0) } else { 0.0 } };
         match op {
-            b"q" => {
-                if self.stack.len() < MAX_GSTATE_DEPTH {
-                    self.stack.push(self.gs.clone());
-                }
-            }
+            b"q" if self.stack.len() < MAX_GSTATE_DEPTH => self.stack.push(self.gs.clone()),
             b"Q" => {
                 if let Some(g) = self.stack.pop() {
                     self.gs = g;

@@ -150,12 +150,12 @@ fn dehyphenate(s: &mut String) -> bool {
     true
 }
 
-/// Group glyphs into line segments.
 /// The text of a glyph.
 fn glyph_text<'t>(text: &'t str, g: &Glyph) -> &'t str {
     text.get(g.start as usize..(g.start as usize).saturating_add(g.len as usize)).unwrap_or("")
 }
 
+/// Group glyphs into line segments.
 fn lines(gs: &mut [G], glyphs: &[Glyph], text: &str) -> Vec<Segment> {
     gs.sort_by(|a, b| a.s.total_cmp(&b.s).then(a.p0.total_cmp(&b.p0)));
     let mut clusters: Vec<Vec<G>> = Vec::new();
@@ -402,7 +402,7 @@ fn reading_order(blocks: &[BBox]) -> Vec<usize> {
     let n = blocks.len();
     let mut fallback: Vec<usize> = (0..n).collect();
     fallback.sort_by(|&a, &b| blocks[a].top.total_cmp(&blocks[b].top).then(blocks[a].p0.total_cmp(&blocks[b].p0)));
-    if n > MAX_ORDERED_BLOCKS || n < 2 {
+    if !(2..=MAX_ORDERED_BLOCKS).contains(&n) {
         return fallback;
     }
     let overlaps_x = |a: &BBox, b: &BBox| a.p0.max(b.p0) < a.p1.min(b.p1);
@@ -430,11 +430,11 @@ fn reading_order(blocks: &[BBox]) -> Vec<usize> {
     };
     let mut indeg = vec![0usize; n];
     let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for a in 0..n {
-        for b in 0..n {
+    for (a, next) in succ.iter_mut().enumerate() {
+        for (b, deg) in indeg.iter_mut().enumerate() {
             if a != b && before(a, b) && !before(b, a) {
-                succ[a].push(b);
-                indeg[b] += 1;
+                next.push(b);
+                *deg += 1;
             }
         }
     }

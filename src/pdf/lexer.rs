@@ -362,10 +362,11 @@ impl<'a> Lexer<'a> {
                 }
             };
             match key.take() {
-                None => match value {
-                    Operand::Name(n) => key = Some(n),
-                    _ => {} // not a key: skip
-                },
+                None => {
+                    if let Operand::Name(n) = value {
+                        key = Some(n);
+                    } // else not a key: skip
+                }
                 Some(k) => {
                     if items.len() < MAX_ELEMENTS {
                         items.push((k, value));

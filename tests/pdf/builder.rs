@@ -50,14 +50,14 @@ impl Pdf {
         let mut offsets = Vec::new();
         for (i, o) in self.objs.iter().enumerate() {
             offsets.push(out.len());
-            write!(out, "{} 0 obj\n", i + 1).unwrap();
+            writeln!(out, "{} 0 obj", i + 1).unwrap();
             out.extend_from_slice(o.as_deref().unwrap_or(b"null"));
             out.extend_from_slice(b"\nendobj\n");
         }
         let xref = out.len();
         write!(out, "xref\n0 {}\n0000000000 65535 f \n", self.objs.len() + 1).unwrap();
         for o in offsets {
-            write!(out, "{o:010} 00000 n \n").unwrap();
+            writeln!(out, "{o:010} 00000 n ").unwrap();
         }
         write!(
             out,
