@@ -126,19 +126,53 @@ pub fn compare_engines(reference: &Engine, quant: &Engine, prompts: &[Vec<u32>],
     Ok(acc.finish())
 }
 
+/// One line of llama.cpp's logits (tests/llamacpp/harness.cpp with `--all`).
+#[derive(Debug, serde::Deserialize)]
+pub struct LlamaCppLine {
+    pub ids: Vec<u32>,
+    pub logits_all: Vec<Vec<f32>>,
+}
+
+/// The engine's logits against llama.cpp's on the same file and the same token ids, one
+/// harness JSON line at a time (`reader`): llama.cpp is the reference.
+pub fn compare_with_llamacpp(e: &Engine, reader: impl std::io::BufRead, progress: Option<&Progress>) -> anyhow::Result<Metrics> {
+    let mut acc = MetricsAcc::default();
+    for (n, line) in reader.lines().enumerate() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let l: LlamaCppLine = serde_json::from_str(&line).with_context(|| format!("llama.cpp logits, line {}", n + 1))?;
+        if l.logits_all.len() != l.ids.len() {
+            anyhow::bail!("line {}: {} logit rows for {} tokens (run the harness with --all)", n + 1, l.logits_all.len(), l.ids.len());
+        }
+        let ours = engine_logits(e, &l.ids)?;
+        for (theirs, mine) in l.logits_all.iter().zip(&ours) {
+            acc.add(theirs, mine);
+        }
+        if let Some(p) = progress {
+            p.inc(1);
+        }
+    }
+    Ok(acc.finish())
+}
+
 /// What [`simulate`] quantizes and how.
 #[derive(Debug, Clone, Copy)]
 pub enum SimMethod {
+    /// Block matrices left in f32 (to judge the embedding type alone).
+    Full,
     /// Round to nearest.
     Rtn(GroupQuant),
     Awq(AwqConfig),
 }
 
 impl SimMethod {
-    fn weights(&self) -> GroupQuant {
+    fn weights(&self) -> Option<GroupQuant> {
         match self {
-            SimMethod::Rtn(g) => *g,
-            SimMethod::Awq(c) => c.weights,
+            SimMethod::Full => None,
+            SimMethod::Rtn(g) => Some(*g),
+            SimMethod::Awq(c) => Some(c.weights),
         }
     }
 }
@@ -217,13 +251,12 @@ pub fn simulate(
             c.ensure_started(&mut get)?;
             Some(c)
         }
-        SimMethod::Rtn(_) => None,
+        SimMethod::Rtn(_) | SimMethod::Full => None,
     };
-    let gq = method.weights();
     let mut reports = Vec::new();
     let per_layer = match method {
         SimMethod::Awq(c) => c.units_per_layer() as u64,
-        SimMethod::Rtn(_) => 0,
+        SimMethod::Rtn(_) | SimMethod::Full => 0,
     };
     for i in 0..cfg.n_layer {
         progress.set_message(format!("layer {}/{}", i + 1, cfg.n_layer));
@@ -234,10 +267,12 @@ pub fn simulate(
             let mut tick = || progress.inc(1);
             reports.push(quantize_layer(acfg, d, &mut wq, &caps, c.s, c.t, &c.bias, &mut tick)?);
         }
-        wq.qkv_w = gq.fake_quant(&wq.qkv_w, h);
-        wq.out_w = gq.fake_quant(&wq.out_w, h);
-        wq.up_w = gq.fake_quant(&wq.up_w, h);
-        wq.down_w = gq.fake_quant(&wq.down_w, d.ffn());
+        if let Some(gq) = method.weights() {
+            wq.qkv_w = gq.fake_quant(&wq.qkv_w, h);
+            wq.out_w = gq.fake_quant(&wq.out_w, h);
+            wq.up_w = gq.fake_quant(&wq.up_w, h);
+            wq.down_w = gq.fake_quant(&wq.down_w, d.ffn());
+        }
         let (lr, lq) = (LayerTensors::new(&w, d)?, LayerTensors::new(&wq, d)?);
         for (p, (xr, xq)) in prompts.iter().zip(x_ref.iter_mut().zip(x_q.iter_mut())) {
             let bias = crate::forward::attention_bias(d.n_head, p.len())?;
@@ -270,6 +305,69 @@ pub fn simulate(
         }
     }
     Ok((acc.finish(), reports))
+}
+
+/// The LM head alone: the full-precision model's final hidden states on `prompts`, then
+/// logits through the f32 head and through the head quantized to each of `types`. Unlike
+/// whole-model numbers (which a random model's chaotic depth amplifies), this isolates
+/// what the head's type does to the next-token distribution. Also returns, per type, the
+/// relative RMS error of the embedding rows (what the input lookup sees).
+pub fn head_sweep(ckpt: &HfCheckpoint, types: &[GgmlType], prompts: &[Vec<u32>], progress: &Progress) -> anyhow::Result<Vec<(GgmlType, Metrics, f64)>> {
+    let plans = plans_by_name(ckpt);
+    let d = dims_of(ckpt);
+    let h = d.hidden;
+    let mut src = CheckpointSource { ckpt };
+    let mut get = |name: &str| -> anyhow::Result<Vec<f32>> {
+        let plan = plans.get(name).with_context(|| format!("no tensor {name} in the plan"))?;
+        Ok(src.tensor(plan)?)
+    };
+    let emb = get("token_embd.weight")?;
+    let vec_t = |v: &[f32]| Tensor::from_slice(v, v.len(), &Device::Cpu);
+    let (gw, gb) = (vec_t(&get("token_embd_norm.weight")?)?, vec_t(&get("token_embd_norm.bias")?)?);
+    let mut xs: Vec<Tensor> = prompts
+        .iter()
+        .map(|p| -> anyhow::Result<Tensor> {
+            let x = Tensor::from_vec(gather_rows(&emb, h, p), (p.len(), h), &Device::Cpu)?;
+            Ok(layer_norm(&x, &gw, &gb, d.eps)?)
+        })
+        .collect::<anyhow::Result<_>>()?;
+    for i in 0..ckpt.config.n_layer {
+        progress.set_message(format!("layer {}/{}", i + 1, ckpt.config.n_layer));
+        let lt = LayerTensors::new(&LayerWeights::load(i, &mut get)?, d)?;
+        for (p, x) in prompts.iter().zip(xs.iter_mut()) {
+            let bias = crate::forward::attention_bias(d.n_head, p.len())?;
+            *x = block_forward(&lt, x, 1, p.len(), d, &bias, false)?.0;
+        }
+        progress.inc(1);
+    }
+    let (fw, fb) = (vec_t(&get("output_norm.weight")?)?, vec_t(&get("output_norm.bias")?)?);
+    let finals: Vec<Tensor> = xs.iter().map(|x| layer_norm(x, &fw, &fb, d.eps)).collect::<candle_core::Result<_>>()?;
+    let head = match plans.get("output.weight") {
+        Some(p) => src_tensor(ckpt, p)?,
+        None => emb,
+    };
+    let vocab = head.len() / h;
+    let head_t = Tensor::from_slice(&head, (vocab, h), &Device::Cpu)?;
+    let reference: Vec<Vec<Vec<f32>>> = finals.iter().map(|x| x.matmul(&head_t.t()?)?.to_vec2()).collect::<candle_core::Result<_>>()?;
+    drop(head_t);
+    let norm2: f64 = head.iter().map(|&v| (v as f64) * (v as f64)).sum();
+    let mut out = Vec::new();
+    for &t in types {
+        progress.set_message(format!("head in {t}"));
+        let q = fake_quant_matrix(t, &head, h)?;
+        let err2: f64 = q.iter().zip(&head).map(|(a, b)| ((a - b) as f64).powi(2)).sum();
+        let qt = Tensor::from_vec(q, (vocab, h), &Device::Cpu)?;
+        let mut acc = MetricsAcc::default();
+        for (x, r) in finals.iter().zip(&reference) {
+            let l: Vec<Vec<f32>> = x.matmul(&qt.t()?)?.to_vec2()?;
+            for (a, b) in r.iter().zip(&l) {
+                acc.add(a, b);
+            }
+        }
+        out.push((t, acc.finish(), (err2 / norm2).sqrt()));
+        progress.inc(1);
+    }
+    Ok(out)
 }
 
 fn src_tensor(ckpt: &HfCheckpoint, plan: &TensorPlan) -> anyhow::Result<Vec<f32>> {

@@ -116,8 +116,12 @@ struct QuantizeArgs {
 #[derive(Args, Debug)]
 struct EvalArgs {
     /// The reference file (f32: `seqgpt-quantize --model HF --out ref.gguf --wtype f32`).
-    #[arg(long)]
-    reference: PathBuf,
+    #[arg(long, required_unless_present = "llamacpp_logits")]
+    reference: Option<PathBuf>,
+    /// Instead of a reference file: llama.cpp's logits for this same file (JSON lines of
+    /// tests/llamacpp's seqgpt-llama-harness with --all); the engine runs the same token ids.
+    #[arg(long, conflicts_with = "reference")]
+    llamacpp_logits: Option<PathBuf>,
     /// The file to judge.
     #[arg(long)]
     model: PathBuf,
@@ -138,11 +142,17 @@ struct SimulateArgs {
     model: PathBuf,
     #[arg(long, value_enum, default_value = "awq")]
     method: MethodArg,
+    /// Block matrix type (f32: left unquantized, to judge --embd-type alone).
     #[arg(long, value_parser = parse_type, default_value = "q4_1")]
     wtype: GgmlType,
-    /// Token embedding / tied head type (f32: left as is).
-    #[arg(long, value_parser = parse_type, default_value = "f32")]
-    embd_type: GgmlType,
+    /// Token embedding / tied head type (f32: left as is). With --head-only, a
+    /// comma-separated list.
+    #[arg(long, value_parser = parse_type, default_value = "f32", value_delimiter = ',')]
+    embd_type: Vec<GgmlType>,
+    /// Only the LM head: full-precision hidden states, logits through the f32 head vs the
+    /// head in each --embd-type (and the embedding rows' relative RMS error).
+    #[arg(long)]
+    head_only: bool,
     #[arg(long, default_value_t = 32)]
     group_size: usize,
     #[command(flatten)]
@@ -244,7 +254,19 @@ fn quantize(a: QuantizeArgs) -> anyhow::Result<()> {
 }
 
 fn eval(a: EvalArgs) -> anyhow::Result<()> {
-    let file = GgufFile::open(&a.reference)?;
+    let cpu = candle_core::Device::Cpu;
+    if let Some(path) = &a.llamacpp_logits {
+        let quant = Engine::open(&a.model, &cpu).with_context(|| format!("loading {}", a.model.display()))?;
+        let reader = std::io::BufReader::new(std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?);
+        let m = seqgpt_quantize::eval::compare_with_llamacpp(&quant, reader, None)?;
+        let mut j = m.to_json();
+        j["model"] = a.model.display().to_string().into();
+        j["reference"] = "llama.cpp".into();
+        println!("{j}");
+        return Ok(());
+    }
+    let reference_path = a.reference.context("--reference or --llamacpp-logits is required")?;
+    let file = GgufFile::open(&reference_path)?;
     let tok = file
         .get("tokenizer.huggingface.json")
         .and_then(|v| v.as_str())
@@ -252,8 +274,7 @@ fn eval(a: EvalArgs) -> anyhow::Result<()> {
         .to_string();
     drop(file);
     let prompts = pipeline::eval_prompts(&tok, a.calib.as_deref(), a.prompts, a.prompt_len)?;
-    let cpu = candle_core::Device::Cpu;
-    let reference = Engine::open(&a.reference, &cpu).with_context(|| format!("loading {}", a.reference.display()))?;
+    let reference = Engine::open(&reference_path, &cpu).with_context(|| format!("loading {}", reference_path.display()))?;
     let quant = Engine::open(&a.model, &cpu).with_context(|| format!("loading {}", a.model.display()))?;
     let progress = Progress::new(prompts.len() as u64, false);
     let m = compare_engines(&reference, &quant, &prompts, Some(&progress))?;
@@ -261,18 +282,34 @@ fn eval(a: EvalArgs) -> anyhow::Result<()> {
     let mut j = m.to_json();
     j["prompts"] = prompts.len().into();
     j["model"] = a.model.display().to_string().into();
-    j["reference"] = a.reference.display().to_string().into();
+    j["reference"] = reference_path.display().to_string().into();
     println!("{j}");
     Ok(())
 }
 
 fn simulate_cmd(a: SimulateArgs) -> anyhow::Result<()> {
     let ckpt = seqgpt::convert::HfCheckpoint::open(&a.model)?;
-    let gq = GroupQuant::new(a.wtype, a.group_size)?;
+    if a.head_only {
+        let prompts = pipeline::eval_prompts(&ckpt.tokenizer_json, a.calib.calib.as_deref(), a.prompts, a.prompt_len)?;
+        let progress = Progress::new((ckpt.config.n_layer + a.embd_type.len()) as u64, a.quiet);
+        let rows = seqgpt_quantize::eval::head_sweep(&ckpt, &a.embd_type, &prompts, &progress)?;
+        progress.finish();
+        for (t, m, rel) in rows {
+            let mut j = m.to_json();
+            j["head_type"] = t.name().into();
+            j["embedding_rel_rms_error"] = rel.into();
+            j["prompts"] = prompts.len().into();
+            println!("{j}");
+        }
+        return Ok(());
+    }
+    let [embd_type] = a.embd_type[..] else { anyhow::bail!("--embd-type takes one type unless --head-only") };
+    let gq = || GroupQuant::new(a.wtype, a.group_size);
     let method = match a.method {
-        MethodArg::Rtn => SimMethod::Rtn(gq),
+        _ if a.wtype == GgmlType::F32 => SimMethod::Full,
+        MethodArg::Rtn => SimMethod::Rtn(gq()?),
         MethodArg::Awq => {
-            let mut c = seqgpt_quantize::awq::AwqConfig::new(gq);
+            let mut c = seqgpt_quantize::awq::AwqConfig::new(gq()?);
             c.n_grid = a.awq.grid.max(1);
             c.duo_scaling = a.awq.duo_scaling;
             c.clip = !a.awq.no_clip;
@@ -283,21 +320,21 @@ fn simulate_cmd(a: SimulateArgs) -> anyhow::Result<()> {
     };
     let samples = match method {
         SimMethod::Awq(_) => pipeline::calibration_samples(&ckpt, a.calib.calib.as_deref(), a.calib.calib_samples, a.calib.calib_len)?,
-        SimMethod::Rtn(_) => Vec::new(),
+        SimMethod::Rtn(_) | SimMethod::Full => Vec::new(),
     };
     let prompts = pipeline::eval_prompts(&ckpt.tokenizer_json, a.calib.calib.as_deref(), a.prompts, a.prompt_len)?;
     let units = match method {
         SimMethod::Awq(c) => ckpt.config.n_layer * c.units_per_layer(),
-        SimMethod::Rtn(_) => ckpt.config.n_layer,
+        SimMethod::Rtn(_) | SimMethod::Full => ckpt.config.n_layer,
     };
     let progress = Progress::new(units as u64, a.quiet);
     let started = std::time::Instant::now();
-    let (m, reports) = simulate(&ckpt, method, a.embd_type, &samples, &prompts, &progress)?;
+    let (m, reports) = simulate(&ckpt, method, embd_type, &samples, &prompts, &progress)?;
     progress.finish();
     let mut j = m.to_json();
     j["method"] = format!("{:?}", a.method).to_lowercase().into();
     j["wtype"] = a.wtype.name().into();
-    j["embd_type"] = a.embd_type.name().into();
+    j["embd_type"] = embd_type.name().into();
     j["group_size"] = a.group_size.into();
     j["scale_down"] = a.scale_down.into();
     j["duo_scaling"] = a.awq.duo_scaling.into();

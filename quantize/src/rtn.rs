@@ -1,13 +1,19 @@
 //! Round-to-nearest group quantization into ggml blocks, and the encoder that writes it.
 //!
 //! A group is `group` consecutive input channels of one weight row sharing one scale (and
-//! offset): AWQ's grouping. ggml's 4/5/8-bit blocks hold 32 values, so:
-//! - group 32: one block per group, encoded by ggml's reference quantizer (bytes identical
-//!   to llama.cpp's `llama-quantize`);
-//! - group 64, 128, ...: the group's parameters are computed over the whole group (min/max
-//!   or signed absolute maximum, as the block encoder would over the group), rounded to
-//!   f16 once, and every block of the group is encoded on that shared grid. The file stays
-//!   a plain ggml file; each block just repeats the group's (d, m).
+//! offset): AWQ's grouping. ggml's 4/5/8-bit blocks hold 32 values: group 32 is one block,
+//! a group of 64, 128, ... is several blocks repeating the group's parameters (computed
+//! over the whole group, rounded to f16 once). The file stays a plain ggml file.
+//!
+//! The grids:
+//! - Q4_0, Q5_0, Q8_0 (symmetric): ggml's, `d` from the group's signed absolute maximum;
+//!   with group 32 the bytes are those of ggml's reference quantizer (llama-quantize);
+//! - Q4_1, Q5_1 (asymmetric): AWQ's zero-point grid, `x = (q - z) * s` with an integer
+//!   zero point `z = round(-min / s)`, `s = (max - min) / 15` (31), stored as `d = s`,
+//!   `m = -z * s`. Unlike ggml's own Q4_1 (`m = min`), 0 is on this grid (up to the f16
+//!   rounding of m): weights near zero stay near zero, which matters for the input
+//!   channels whose weights are tiny because their activations are huge (outliers). A
+//!   group that does not straddle 0 keeps ggml's `m = min`.
 //!
 //! `fake_quant` (encode, then decode) is what AWQ's searches measure, so the searches see
 //! exactly the values the file will hold.
@@ -36,6 +42,22 @@ fn f16_round(v: f32) -> f32 {
     f16::from_f32(v).to_f32()
 }
 
+/// AWQ's asymmetric grid for a group with `levels` + 1 values: `(d, m)` with `m = -z d`,
+/// `z` an integer, both f16-rounded. A constant group gets `d = 0, m = value`; a group
+/// entirely above or below 0 gets ggml's `m = min`.
+pub fn zero_point_grid(g: &[f32], levels: f32) -> (f32, f32) {
+    let (min, max) = min_max(g);
+    if max <= min {
+        return (0.0, f16_round(min));
+    }
+    let d = f16_round((max - min) / levels);
+    if d == 0.0 || min > 0.0 || max < 0.0 {
+        return (d, f16_round(min));
+    }
+    let z = (-min / d).round().clamp(0.0, levels);
+    (d, f16_round(-z * d))
+}
+
 impl GroupQuant {
     pub fn new(dtype: GgmlType, group: usize) -> anyhow::Result<Self> {
         if !GROUP_TYPES.contains(&dtype) {
@@ -60,7 +82,7 @@ impl GroupQuant {
     /// Appends `row` (whole groups) encoded.
     pub fn encode_row(&self, row: &[f32], out: &mut Vec<u8>) {
         debug_assert!(self.fits(row.len()));
-        if self.group == QK {
+        if self.group == QK && matches!(self.dtype, GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0) {
             quantize_row(self.dtype, row, out).expect("whole blocks");
             return;
         }
@@ -75,13 +97,11 @@ impl GroupQuant {
                     g.chunks_exact(QK).for_each(|b| encode_q5_0_with(b, d, out));
                 }
                 GgmlType::Q4_1 => {
-                    let (min, max) = min_max(g);
-                    let (d, m) = (f16_round((max - min) / 15.0), f16_round(min));
+                    let (d, m) = zero_point_grid(g, 15.0);
                     g.chunks_exact(QK).for_each(|b| encode_q4_1_with(b, d, m, out));
                 }
                 GgmlType::Q5_1 => {
-                    let (min, max) = min_max(g);
-                    let (d, m) = (f16_round((max - min) / 31.0), f16_round(min));
+                    let (d, m) = zero_point_grid(g, 31.0);
                     g.chunks_exact(QK).for_each(|b| encode_q5_1_with(b, d, m, out));
                 }
                 GgmlType::Q8_0 => {
@@ -175,7 +195,7 @@ mod tests {
     #[test]
     fn group_32_is_the_reference_encoder() {
         let r = row(128, 1);
-        for dtype in GROUP_TYPES {
+        for dtype in [GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::Q8_0] {
             let mut a = Vec::new();
             GroupQuant::new(dtype, 32).unwrap().encode_row(&r, &mut a);
             let mut b = Vec::new();
@@ -221,6 +241,32 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn zero_is_on_the_asymmetric_grid() {
+        // A group spanning [-0.3, 1.0] with small weights near 0: ggml's m = min grid puts
+        // 0.001 about 0.03 away; the zero-point grid keeps it within f16 rounding.
+        let mut r = row(32, 3);
+        r[0] = -0.3;
+        r[1] = 1.0;
+        r[2] = 0.001;
+        r[3] = 0.0;
+        for dtype in [GgmlType::Q4_1, GgmlType::Q5_1] {
+            let gq = GroupQuant::new(dtype, 32).unwrap();
+            let mut back = vec![0f32; 32];
+            gq.fake_quant_row(&r, &mut back, &mut Vec::new());
+            assert!(back[3].abs() < 1e-3 && (back[2] - 0.001).abs() < 2e-3, "{dtype}: {:?}", &back[..4]);
+            let mut reference = Vec::new();
+            quantize_row(dtype, &r, &mut reference).unwrap();
+            let mut ggml = vec![0f32; 32];
+            dequantize_row(dtype, &reference, &mut ggml).unwrap();
+            assert!(ggml[3].abs() > 5e-3, "{dtype}: ggml's grid misses 0 here: {}", ggml[3]);
+        }
+        // Constant and one-signed groups.
+        assert_eq!(zero_point_grid(&[0.5; 32], 15.0), (0.0, 0.5));
+        let (d, m) = zero_point_grid(&[1.0, 2.5, 4.0, 1.5], 15.0);
+        assert!((d - 0.2).abs() < 1e-3 && m == 1.0);
     }
 
     #[test]
