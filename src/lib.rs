@@ -12,5 +12,6 @@ pub mod kernels;
 pub mod model;
 pub mod pdf;
 pub mod quant;
+pub mod sd_notify;
 pub mod sysinfo;
 pub mod tokenizer;

@@ -1,10 +1,12 @@
 //! `y = x W^T + b` with `W` in any ggml type the engine loads, read in place.
 //!
-//! Work is split over tiles of weight rows (all cores, rayon). A tile is decoded to f32
-//! once into a per-thread buffer and then multiplied with every input row, so quantized
-//! weights cost one decode per matmul however many rows `x` has.
+//! Work is split over tiles of weight rows (all cores, rayon); each tile meets every input
+//! row while it is in cache. Q4_0/Q4_1/Q8_0 weights use integer dot products against
+//! activations quantized to 8 bits (`qdot`), like llama.cpp; other types are decoded to f32
+//! per tile into a per-thread buffer and use f32 dot products.
 
 use super::dot::dot_rows;
+use super::qdot::{self, QKind, Q8Row};
 use crate::gguf::GgmlType;
 use crate::quant::dequantize_row;
 use rayon::prelude::*;
@@ -32,6 +34,9 @@ impl<'a> WeightView<'a> {
 
     /// Decodes row `r` into `out` (`cols` values).
     pub fn decode_row(&self, r: usize, out: &mut [f32]) {
+        if self.dtype == GgmlType::F16 {
+            return super::dot::f16_to_f32(self.rows_bytes(r, 1), out);
+        }
         // Shapes are validated when the weight is loaded; a mismatch here is a bug.
         dequantize_row(self.dtype, self.rows_bytes(r, 1), out).expect("weight row shape validated at load");
     }
@@ -57,6 +62,16 @@ impl OutPtr {
 
 thread_local! {
     static TILE: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    static QROWS: RefCell<Vec<Q8Row>> = const { RefCell::new(Vec::new()) };
+}
+
+fn int_kind(dtype: GgmlType) -> Option<QKind> {
+    match dtype {
+        GgmlType::Q4_0 => Some(QKind::Q4_0),
+        GgmlType::Q4_1 => Some(QKind::Q4_1),
+        GgmlType::Q8_0 => Some(QKind::Q8_0),
+        _ => None,
+    }
 }
 
 /// `out[i, j] = sum_k x[i, k] * W[j, k] + bias[j]` for `m` input rows.
@@ -67,6 +82,12 @@ pub fn matmul_t(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]>, ou
     assert_eq!(out.len(), m * n, "matmul_t: output is not m x rows");
     if let Some(b) = bias {
         assert_eq!(b.len(), n, "matmul_t: bias length");
+    }
+    if let Some(kind) = int_kind(w.dtype) {
+        return matmul_t_int(x, m, w, kind, bias, out);
+    }
+    if w.dtype == GgmlType::F16 && m <= 4 {
+        return matmul_t_f16_rows(x, m, w, bias, out);
     }
     let tile = tile_rows(k);
     let n_tiles = n.div_ceil(tile);
@@ -106,6 +127,80 @@ pub fn matmul_t(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]>, ou
     });
 }
 
+/// f16 weights with few input rows (decoding): each weight row is converted on the fly
+/// inside the dot product, never written out as f32.
+fn matmul_t_f16_rows(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]>, out: &mut [f32]) {
+    let (n, k) = (w.rows, w.cols);
+    let rb = w.row_bytes();
+    let tile = 16;
+    let out_ptr = OutPtr(out.as_mut_ptr());
+    (0..n.div_ceil(tile)).into_par_iter().for_each(|t| {
+        let r0 = t * tile;
+        let count = tile.min(n - r0);
+        let wt = w.rows_bytes(r0, count);
+        let mut acc = [0f32; 16];
+        for i in 0..m {
+            let xi = &x[i * k..(i + 1) * k];
+            for (r, a) in acc[..count].iter_mut().enumerate() {
+                *a = super::dot::dot_f16(&wt[r * rb..(r + 1) * rb], xi) + bias.map_or(0.0, |b| b[r0 + r]);
+            }
+            // SAFETY: this tile owns columns r0..r0+count.
+            unsafe {
+                std::ptr::copy_nonoverlapping(acc.as_ptr(), out_ptr.get().add(i * n + r0), count);
+            }
+        }
+    });
+}
+
+/// The integer path: quantize the input rows once, then integer dot products per tile.
+fn matmul_t_int(x: &[f32], m: usize, w: WeightView<'_>, kind: QKind, bias: Option<&[f32]>, out: &mut [f32]) {
+    let (n, k) = (w.rows, w.cols);
+    QROWS.with(|rows| {
+        let mut rows = rows.borrow_mut();
+        if rows.len() < m {
+            rows.resize_with(m, Q8Row::default);
+        }
+        let rows = &mut rows[..m];
+        if m * k >= 1 << 16 {
+            rows.par_iter_mut().enumerate().for_each(|(i, q)| q.quantize(&x[i * k..(i + 1) * k]));
+        } else {
+            rows.iter_mut().enumerate().for_each(|(i, q)| q.quantize(&x[i * k..(i + 1) * k]));
+        }
+        let rows: &[Q8Row] = rows;
+        let rb = w.row_bytes();
+        // Small tiles at decode (m = 1) spread a matrix over all cores; larger ones at
+        // prefill keep a tile in L1/L2 while every input row passes over it.
+        let tile = if m == 1 { 16 } else { (32 * 1024 / rb.max(1)).clamp(4, 64) };
+        let n_tiles = n.div_ceil(tile);
+        let out_ptr = OutPtr(out.as_mut_ptr());
+        (0..n_tiles).into_par_iter().for_each(|t| {
+            let r0 = t * tile;
+            let count = tile.min(n - r0);
+            let wt = w.rows_bytes(r0, count);
+            let bias_of = |r: usize| bias.map_or(0.0, |b| b[r0 + r]);
+            // SAFETY (both writes): this tile owns columns r0..r0+count of every output row.
+            let put = |i: usize, r: usize, v: f32| unsafe { *out_ptr.get().add(i * n + r0 + r) = v };
+            // Four input rows at a time share each unpacked weight block.
+            let mut i = 0;
+            while i + 4 <= m {
+                let xs = [&rows[i], &rows[i + 1], &rows[i + 2], &rows[i + 3]];
+                for r in 0..count {
+                    let v = qdot::dot4(kind, &wt[r * rb..(r + 1) * rb], xs);
+                    for (j, v) in v.into_iter().enumerate() {
+                        put(i + j, r, v + bias_of(r));
+                    }
+                }
+                i += 4;
+            }
+            for (i, xq) in rows.iter().enumerate().skip(i) {
+                for r in 0..count {
+                    put(i, r, qdot::dot(kind, &wt[r * rb..(r + 1) * rb], xq) + bias_of(r));
+                }
+            }
+        });
+    });
+}
+
 /// The weight as an f32 slice when it is f32 and suitably aligned (always, when mapped).
 fn as_f32(w: WeightView<'_>) -> Option<&[f32]> {
     if w.dtype != GgmlType::F32 {
@@ -134,7 +229,7 @@ mod tests {
 
     #[test]
     fn every_type_matches_reference_on_decoded_weights() {
-        let (m, n, k) = (3, 70, 96);
+        let (m, n, k) = (5, 70, 96); // m = 5: one group of four rows and a rest
         let x: Vec<f32> = (0..m * k).map(|i| ((i * 31 % 23) as f32 - 11.0) / 7.0).collect();
         let wf: Vec<f32> = (0..n * k).map(|i| ((i * 17 % 29) as f32 - 14.0) / 9.0).collect();
         let bias: Vec<f32> = (0..n).map(|i| i as f32 * 0.01).collect();
@@ -148,7 +243,19 @@ mod tests {
             for r in 0..n {
                 view.decode_row(r, &mut decoded[r * k..(r + 1) * k]);
             }
-            let want = reference(&x, m, &decoded, n, k, &bias);
+            // Integer paths see 8-bit activations: compare with those exactly.
+            let xs: Vec<f32> = if int_kind(dtype).is_some() {
+                x.chunks(k)
+                    .flat_map(|row| {
+                        let mut q = Q8Row::default();
+                        q.quantize(row);
+                        (0..k).map(move |i| q.q[i] as f32 * q.d[i / 32]).collect::<Vec<_>>()
+                    })
+                    .collect()
+            } else {
+                x.clone()
+            };
+            let want = reference(&xs, m, &decoded, n, k, &bias);
             let mut got = vec![0f32; m * n];
             matmul_t(&x, m, view, Some(&bias), &mut got);
             for (a, b) in got.iter().zip(&want) {

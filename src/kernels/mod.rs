@@ -4,9 +4,11 @@
 //! cores (rayon). `norm` holds LayerNorm. Each kernel has a plain reference version in its
 //! tests that it must agree with.
 
+pub mod attention;
 pub mod dot;
 pub mod matmul;
 pub mod norm;
+pub mod qdot;
 
 pub use matmul::{matmul_t, WeightView};
 pub use norm::layer_norm_rows;
