@@ -410,9 +410,9 @@ mod tests {
     #[test]
     fn clipping_never_increases_the_group_error() {
         let (n, cols, rows) = (128, 64, 16);
-        let x: Vec<f32> = (0..n * cols).map(|i| ((((i as u32).wrapping_mul(2654435761) >> 9) % 1000) as f32 / 500.0 - 1.0)).collect();
+        let x: Vec<f32> = (0..n * cols).map(|i| (((i as u32).wrapping_mul(2654435761) >> 9) % 1000) as f32 / 500.0 - 1.0).collect();
         // Heavy-tailed weights: a few large values per row make clipping pay.
-        let mut w: Vec<f32> = (0..rows * cols).map(|i| ((((i as u32).wrapping_mul(2246822519) >> 9) % 1000) as f32 / 5000.0 - 0.1)).collect();
+        let mut w: Vec<f32> = (0..rows * cols).map(|i| (((i as u32).wrapping_mul(2246822519) >> 9) % 1000) as f32 / 5000.0 - 0.1).collect();
         for r in 0..rows {
             w[r * cols + (r * 7) % cols] = 1.0;
         }

@@ -7,11 +7,12 @@
 //! quantized weights side by side with the calibration forward (quick what-ifs, and the
 //! only way to judge settings no runtime supports yet, such as GELU activation scales).
 //! For settings a file can hold the two agree: the simulated weights are the file's
-//! decoded weights.
+//! decoded weights, and matmuls with Q4_0/Q4_1/Q8_0 weights round their inputs to 8 bits
+//! per 32-value block as the engine (and llama.cpp) do.
 
 use crate::activations::{gather_rows, Calibration};
 use crate::awq::{quantize_layer, AwqConfig, LayerReport};
-use crate::forward::{block_forward, layer_norm, Dims, LayerTensors, LayerWeights};
+use crate::forward::{block_forward, fake_quant_activations, layer_norm, runs_with_8bit_activations, Dims, LayerTensors, LayerWeights};
 use crate::progress::Progress;
 use crate::rtn::GroupQuant;
 use anyhow::Context;
@@ -273,7 +274,8 @@ pub fn simulate(
             wq.up_w = gq.fake_quant(&wq.up_w, h);
             wq.down_w = gq.fake_quant(&wq.down_w, d.ffn());
         }
-        let (lr, lq) = (LayerTensors::new(&w, d)?, LayerTensors::new(&wq, d)?);
+        let a8 = method.weights().is_some_and(|g| runs_with_8bit_activations(g.dtype));
+        let (lr, lq) = (LayerTensors::new(&w, d)?, LayerTensors::new(&wq, d)?.with_8bit_activations(a8));
         for (p, (xr, xq)) in prompts.iter().zip(x_ref.iter_mut().zip(x_q.iter_mut())) {
             let bias = crate::forward::attention_bias(d.n_head, p.len())?;
             *xr = block_forward(&lr, xr, 1, p.len(), d, &bias, false)?.0;
@@ -299,7 +301,11 @@ pub fn simulate(
     let mut acc = MetricsAcc::default();
     for (xr, xq) in x_ref.iter().zip(&x_q) {
         let lr: Vec<Vec<f32>> = layer_norm(xr, &fw, &fb, d.eps)?.matmul(&head_t.t()?)?.to_vec2()?;
-        let lq: Vec<Vec<f32>> = layer_norm(xq, &fw, &fb, d.eps)?.matmul(&head_qt.t()?)?.to_vec2()?;
+        let mut hq = layer_norm(xq, &fw, &fb, d.eps)?;
+        if runs_with_8bit_activations(embd_type) {
+            hq = fake_quant_activations(&hq)?;
+        }
+        let lq: Vec<Vec<f32>> = hq.matmul(&head_qt.t()?)?.to_vec2()?;
         for (a, b) in lr.iter().zip(&lq) {
             acc.add(a, b);
         }

@@ -111,19 +111,45 @@ impl LayerWeights {
     }
 }
 
+/// Whether the runtimes quantize a matmul's activations to 8 bits for weights of `dtype`:
+/// this engine and llama.cpp's CPU backend both run Q4_0, Q4_1 and Q8_0 weights as
+/// integer dot products against activations quantized per 32-value block.
+pub fn runs_with_8bit_activations(dtype: seqgpt::gguf::GgmlType) -> bool {
+    use seqgpt::gguf::GgmlType as G;
+    matches!(dtype, G::Q4_0 | G::Q4_1 | G::Q8_0)
+}
+
+/// `x [n, cols]` rounded as the runtimes quantize activations: per 32-value block,
+/// `d = max|x| / 127`, `x -> round(x / d) * d`.
+pub fn fake_quant_activations(x: &Tensor) -> candle_core::Result<Tensor> {
+    use rayon::prelude::*;
+    let shape = x.shape().clone();
+    let mut v = x.flatten_all()?.to_vec1::<f32>()?;
+    v.par_chunks_mut(32).for_each(|b| {
+        let amax = b.iter().fold(0f32, |m, x| m.max(x.abs()));
+        let d = amax / 127.0;
+        let id = if d > 0.0 { 1.0 / d } else { 0.0 };
+        b.iter_mut().for_each(|x| *x = (*x * id).round() * d);
+    });
+    Tensor::from_vec(v, shape, &Device::Cpu)
+}
+
 /// A weight matrix `[out, in]` and its bias as tensors.
 pub struct Lin {
     pub w: Tensor,
     pub b: Tensor,
+    /// Round the inputs to 8 bits first, as the runtimes do for 4/8-bit weights.
+    pub act_q8: bool,
 }
 
 impl Lin {
     pub fn new(w: &[f32], b: &[f32], out: usize, inp: usize) -> candle_core::Result<Self> {
-        Ok(Self { w: Tensor::from_slice(w, (out, inp), &Device::Cpu)?, b: Tensor::from_slice(b, out, &Device::Cpu)? })
+        Ok(Self { w: Tensor::from_slice(w, (out, inp), &Device::Cpu)?, b: Tensor::from_slice(b, out, &Device::Cpu)?, act_q8: false })
     }
 
     /// `x [n, in] -> [n, out]`.
     pub fn forward(&self, x: &Tensor) -> candle_core::Result<Tensor> {
+        let x = if self.act_q8 { fake_quant_activations(x)? } else { x.clone() };
         x.matmul(&self.w.t()?)?.broadcast_add(&self.b)
     }
 }
@@ -155,6 +181,14 @@ impl LayerTensors {
             down: Lin::new(&w.down_w, &w.down_b, h, ff)?,
             act_scale: w.act_scale.as_deref().map(vector).transpose()?,
         })
+    }
+
+    /// Rounds the four linear layers' inputs to 8 bits (see [`fake_quant_activations`]).
+    pub fn with_8bit_activations(mut self, on: bool) -> Self {
+        for l in [&mut self.qkv, &mut self.out, &mut self.up, &mut self.down] {
+            l.act_q8 = on;
+        }
+        self
     }
 }
 

@@ -201,6 +201,12 @@ pub fn run(opts: &Options) -> anyhow::Result<Summary> {
         _ => {}
     }
     let cfg = &ckpt.config;
+    if matches!(opts.method, Method::Rtn | Method::Awq) {
+        GroupQuant::new(opts.wtype, opts.group_size)?;
+        if cfg.hidden % opts.group_size != 0 {
+            bail!("--group-size {} does not divide the hidden size {}", opts.group_size, cfg.hidden);
+        }
+    }
     let started = std::time::Instant::now();
     let n_tensors = plans_by_name(&ckpt).len() as u64;
     let mut meta = vec![("seqgpt.quantization.method".to_string(), MetadataValue::from(opts.method.name()))];
@@ -236,9 +242,6 @@ pub fn run(opts: &Options) -> anyhow::Result<Summary> {
         }
         Method::Awq => {
             let gq = GroupQuant::new(opts.wtype, opts.group_size)?;
-            if cfg.hidden % opts.group_size != 0 {
-                bail!("--group-size {} does not divide the hidden size {}", opts.group_size, cfg.hidden);
-            }
             let mut acfg = AwqConfig::new(gq);
             acfg.n_grid = opts.n_grid.max(1);
             acfg.duo_scaling = opts.duo_scaling;

@@ -108,10 +108,13 @@ fn default_import_keeps_the_exact_matrices_and_q8_0_down() {
 
 /// Logits of `ids` through the calibration forward (f32) with the linear weights from
 /// `linear(block, gguf_suffix)` and GELU scales `act(block)`, the rest from the checkpoint.
+/// `a8`: which of qkv, dense, up, down round their inputs to 8 bits (as the engine does
+/// for Q4_1 / Q8_0 weights).
 fn forward_logits(
     ids: &[u32],
     mut linear: impl FnMut(usize, &str) -> Option<Vec<f32>>,
     act: impl Fn(usize) -> Option<Vec<f32>>,
+    a8: [bool; 4],
 ) -> Vec<Vec<f32>> {
     let ckpt = HfCheckpoint::open(fixture("autoawq")).unwrap();
     let d = dims_of(&ckpt);
@@ -131,7 +134,11 @@ fn forward_logits(
         let mut w = LayerWeights::load(i, |name| Ok(linear(i, name.splitn(3, '.').nth(2).unwrap()).unwrap_or_else(|| get(name))))
             .unwrap();
         w.act_scale = act(i);
-        x = block_forward(&LayerTensors::new(&w, d).unwrap(), &x, 1, t, d, &bias, false).unwrap().0;
+        let mut lt = LayerTensors::new(&w, d).unwrap();
+        for (l, on) in [&mut lt.qkv, &mut lt.out, &mut lt.up, &mut lt.down].into_iter().zip(a8) {
+            l.act_q8 = on;
+        }
+        x = block_forward(&lt, &x, 1, t, d, &bias, false).unwrap().0;
     }
     let x = layer_norm(&x, &vec_t(get("output_norm.weight")), &vec_t(get("output_norm.bias")), d.eps).unwrap();
     let head = Tensor::from_vec(emb, (ckpt.config.vocab_size, h), &Device::Cpu).unwrap();
@@ -161,7 +168,9 @@ fn imported_file_runs_like_the_reference_weights() {
     let got = engine_logits(&engine, &ids).unwrap();
 
     let is_linear = |suffix: &str| LINEARS.iter().any(|(g, _)| format!("{g}.weight") == suffix);
-    let own = forward_logits(&ids, |i, suffix| is_linear(suffix).then(|| decode(&file, &format!("blk.{i}.{suffix}"))), |_| None);
+    // The engine rounds activations to 8 bits for the Q4_1 matrices, not for the f16 one.
+    let a8 = [true, true, true, false];
+    let own = forward_logits(&ids, |i, suffix| is_linear(suffix).then(|| decode(&file, &format!("blk.{i}.{suffix}"))), |_| None, a8);
     let (worst, scale, agree) = compare(&got, &own);
     assert!(worst <= 1e-4 * scale && agree == ids.len(), "engine vs its own weights: max |diff| {worst} of {scale}, top-1 {agree}");
 
@@ -175,12 +184,14 @@ fn imported_file_runs_like_the_reference_weights() {
             Some(if suffix == "attn_qkv.weight" { reorder_qkv(&w, nh, h / nh, h) } else { w })
         },
         |i| Some(tensor(i, "mlp.gelu_impl.scales")),
+        a8,
     );
     let (worst, scale, agree) = compare(&got, &want);
     eprintln!("imported file vs AutoAWQ reference weights: max |logit diff| {worst:.2e} (logits up to {scale:.1}), top-1 {agree}/{}", ids.len());
-    // Only f16 rounding separates them (2^-11 relative on m = -z*s and on dense_4h_to_h),
-    // which the random model's large weights amplify to about 1% of the logits' range.
-    assert!(worst <= 0.02 * scale, "max |diff| {worst} for logits up to {scale}");
+    // Only f16 rounding (2^-11 relative, of m = -z*s and of dense_4h_to_h) separates the
+    // weights; where it moves an activation across an 8-bit rounding boundary the random
+    // model's large weights amplify that to a few percent of the logits' range.
+    assert!(worst <= 0.05 * scale, "max |diff| {worst} for logits up to {scale}");
     assert!(agree * 10 >= ids.len() * 9, "top-1 {agree}/{}", ids.len());
 }
 
