@@ -335,21 +335,21 @@ pub fn dequantize_row(dtype: GgmlType, src: &[u8], out: &mut [f32]) -> Result<()
         }
         GgmlType::Q6_K => {
             for (o, b) in out.chunks_exact_mut(QK_K).zip(src.chunks_exact(210)) {
-                let (ql, qh, sc) = (&b[..128], &b[128..192], &b[192..208]);
                 let d = f16::from_le_bytes([b[208], b[209]]).to_f32();
                 for half in 0..2 {
-                    let (ql, qh, sc) = (&ql[half * 64..], &qh[half * 32..], &sc[half * 8..]);
-                    let y = &mut o[half * 128..];
+                    // Fixed-size views: no bounds checks, and the loops vectorize (this
+                    // decode serves the LM head when the embedding is Q6_K).
+                    let ql: &[u8; 64] = b[half * 64..half * 64 + 64].try_into().expect("64");
+                    let qh: &[u8; 32] = b[128 + half * 32..128 + half * 32 + 32].try_into().expect("32");
+                    let sc: [f32; 8] = std::array::from_fn(|i| d * (b[192 + half * 8 + i] as i8) as f32);
+                    let y: &mut [f32; 128] = (&mut o[half * 128..half * 128 + 128]).try_into().expect("128");
                     for l in 0..32 {
                         let is = l / 16;
-                        let q1 = ((ql[l] & 0xf) | ((qh[l] & 3) << 4)) as i32 - 32;
-                        let q2 = ((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) as i32 - 32;
-                        let q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) as i32 - 32;
-                        let q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) as i32 - 32;
-                        y[l] = d * (sc[is] as i8) as f32 * q1 as f32;
-                        y[l + 32] = d * (sc[is + 2] as i8) as f32 * q2 as f32;
-                        y[l + 64] = d * (sc[is + 4] as i8) as f32 * q3 as f32;
-                        y[l + 96] = d * (sc[is + 6] as i8) as f32 * q4 as f32;
+                        let h = qh[l];
+                        y[l] = sc[is] * (((ql[l] & 0xf) | ((h & 3) << 4)) as i32 - 32) as f32;
+                        y[l + 32] = sc[is + 2] * (((ql[l + 32] & 0xf) | (((h >> 2) & 3) << 4)) as i32 - 32) as f32;
+                        y[l + 64] = sc[is + 4] * (((ql[l] >> 4) | (((h >> 4) & 3) << 4)) as i32 - 32) as f32;
+                        y[l + 96] = sc[is + 6] * (((ql[l + 32] >> 4) | (((h >> 6) & 3) << 4)) as i32 - 32) as f32;
                     }
                 }
             }
