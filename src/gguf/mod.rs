@@ -51,10 +51,27 @@ pub enum GgmlType {
     BF16,
     Q4_0,
     Q4_1,
+    Q5_0,
+    Q5_1,
     Q8_0,
+    #[allow(non_camel_case_types)]
+    Q6_K,
 }
 
 impl GgmlType {
+    /// Every type, in ggml's id order.
+    pub const ALL: [GgmlType; 9] = [
+        GgmlType::F32,
+        GgmlType::F16,
+        GgmlType::Q4_0,
+        GgmlType::Q4_1,
+        GgmlType::Q5_0,
+        GgmlType::Q5_1,
+        GgmlType::Q8_0,
+        GgmlType::Q6_K,
+        GgmlType::BF16,
+    ];
+
     /// The type id stored in the file (ggml's `enum ggml_type`).
     pub fn id(self) -> u32 {
         match self {
@@ -62,7 +79,10 @@ impl GgmlType {
             GgmlType::F16 => 1,
             GgmlType::Q4_0 => 2,
             GgmlType::Q4_1 => 3,
+            GgmlType::Q5_0 => 6,
+            GgmlType::Q5_1 => 7,
             GgmlType::Q8_0 => 8,
+            GgmlType::Q6_K => 14,
             GgmlType::BF16 => 30,
         }
     }
@@ -73,7 +93,10 @@ impl GgmlType {
             1 => GgmlType::F16,
             2 => GgmlType::Q4_0,
             3 => GgmlType::Q4_1,
+            6 => GgmlType::Q5_0,
+            7 => GgmlType::Q5_1,
             8 => GgmlType::Q8_0,
+            14 => GgmlType::Q6_K,
             30 => GgmlType::BF16,
             _ => return None,
         })
@@ -83,7 +106,8 @@ impl GgmlType {
     pub fn block_elems(self) -> usize {
         match self {
             GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => 1,
-            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q8_0 => 32,
+            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q8_0 => 32,
+            GgmlType::Q6_K => 256,
         }
     }
 
@@ -94,7 +118,10 @@ impl GgmlType {
             GgmlType::F16 | GgmlType::BF16 => 2,
             GgmlType::Q4_0 => 18,
             GgmlType::Q4_1 => 20,
+            GgmlType::Q5_0 => 22,
+            GgmlType::Q5_1 => 24,
             GgmlType::Q8_0 => 34,
+            GgmlType::Q6_K => 210,
         }
     }
 
@@ -115,21 +142,15 @@ impl GgmlType {
             GgmlType::BF16 => "bf16",
             GgmlType::Q4_0 => "q4_0",
             GgmlType::Q4_1 => "q4_1",
+            GgmlType::Q5_0 => "q5_0",
+            GgmlType::Q5_1 => "q5_1",
             GgmlType::Q8_0 => "q8_0",
+            GgmlType::Q6_K => "q6_K",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Self> {
-        [
-            GgmlType::F32,
-            GgmlType::F16,
-            GgmlType::BF16,
-            GgmlType::Q4_0,
-            GgmlType::Q4_1,
-            GgmlType::Q8_0,
-        ]
-        .into_iter()
-        .find(|t| t.name().eq_ignore_ascii_case(name))
+        Self::ALL.into_iter().find(|t| t.name().eq_ignore_ascii_case(name))
     }
 
     pub fn is_quantized(self) -> bool {
@@ -151,6 +172,9 @@ pub fn file_type_for(t: GgmlType) -> u32 {
         GgmlType::Q4_0 => 2,
         GgmlType::Q4_1 => 3,
         GgmlType::Q8_0 => 7,
+        GgmlType::Q5_0 => 8,
+        GgmlType::Q5_1 => 9,
+        GgmlType::Q6_K => 18,
         GgmlType::BF16 => 32,
     }
 }

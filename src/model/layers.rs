@@ -113,7 +113,10 @@ pub fn upload(w: &MappedTensor, device: &Device) -> Result<QTensor> {
         G::BF16 => GgmlDType::BF16,
         G::Q4_0 => GgmlDType::Q4_0,
         G::Q4_1 => GgmlDType::Q4_1,
+        G::Q5_0 => GgmlDType::Q5_0,
+        G::Q5_1 => GgmlDType::Q5_1,
         G::Q8_0 => GgmlDType::Q8_0,
+        G::Q6_K => GgmlDType::Q6K,
     };
     let storage = QStorage::from_data(Cow::Borrowed(w.bytes()), device, dtype)?;
     QTensor::new(storage, w.shape.as_slice())
