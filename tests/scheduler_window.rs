@@ -174,6 +174,58 @@ async fn a_running_batch_admits_joiners_of_its_bucket() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn joins_stop_once_a_request_of_another_bucket_was_overtaken_enough() {
+    let cfg = SchedulerConfig { max_overtakes: 2, ..Default::default() };
+    let (s, log) = start(cfg, FakeBackend::new());
+    let mut a = s.submit(req(4, 1_000_000)).unwrap();
+    started(&mut a).await;
+    assert!(matches!(a.next().await, Some(Event::Tokens { .. })));
+    let mut c = s.submit(req(300, 3)).unwrap(); // bucket 2: cannot join a's batch
+    let mut d: Vec<JobHandle> = (0..3).map(|_| s.submit(req(4, 3)).unwrap()).collect();
+    // Two of a's bucket overtake c; the third may not.
+    for j in &mut d[..2] {
+        assert_eq!(started(j).await.2, true);
+        outcome(j).await.unwrap();
+    }
+    for _ in 0..20 {
+        assert!(matches!(a.next().await, Some(Event::Tokens { .. })));
+    }
+    assert!(matches!(d[2].next().await, Some(Event::Queued { position: 4 })));
+    assert!(d[2].events().try_recv().is_err(), "the third did not join");
+    a.cancel();
+    assert_eq!(outcome(&mut a).await.err(), Some(SchedulerError::Cancelled));
+    // The batch drained: c, the oldest, runs next, then the third.
+    assert_eq!(started(&mut c).await.0, 2);
+    outcome(&mut c).await.unwrap();
+    assert!(matches!(d[2].next().await, Some(Event::Started { joined: false, .. })));
+    outcome(&mut d[2]).await.unwrap();
+    assert_eq!(log.lock().unwrap().admits, vec![vec![1], vec![3, 4], vec![2], vec![5]]);
+}
+
+/// A (10 + 40 tokens) runs alone; B (10 + 20) arrives once A has generated 30: joining would
+/// make the batch's span 60 positions for rows that need at most 50.
+async fn late_joiner(max_padding_ratio: f64) -> bool {
+    let cfg = SchedulerConfig { max_padding_ratio, ..Default::default() };
+    let (s, _) = start(cfg, FakeBackend::new().with_step_delay(5 * MS));
+    let mut a = s.submit(req(10, 40)).unwrap();
+    started(&mut a).await;
+    for _ in 0..30 {
+        assert!(matches!(a.next().await, Some(Event::Tokens { .. })));
+    }
+    let mut b = s.submit(req(10, 20)).unwrap();
+    let joined = started(&mut b).await.2;
+    outcome(&mut a).await.unwrap();
+    outcome(&mut b).await.unwrap();
+    joined
+}
+
+#[tokio::test(start_paused = true)]
+async fn joins_stop_when_padding_would_dominate_the_batch() {
+    assert!(late_joiner(2.0).await, "within the default ratio the late request joins");
+    assert!(!late_joiner(1.1).await, "past the ratio it waits for the batch to drain");
+}
+
+#[tokio::test(start_paused = true)]
 async fn cancel_mid_generation_frees_the_slot() {
     let (s, log) = start(SchedulerConfig::default(), FakeBackend::new());
     sleep(10 * MS).await;

@@ -9,6 +9,7 @@
 //! memory_budget_mb = 0    # KV + activations; 0 = derive from free memory
 //! memory_fraction = 0.5   # share of free memory a derived budget may take
 //! max_padding_ratio = 2.0 # joins stop once a batch's KV span exceeds this x its longest row
+//! max_overtakes = 8       # younger requests that may start before one of another bucket
 //!
 //! [[scheduler.buckets]]
 //! max_tokens = 32
@@ -52,6 +53,10 @@ pub struct SchedulerConfig {
     /// A running batch admits joiners only while its KV span (positions, left padding
     /// included) stays within this multiple of its longest row's prompt + new tokens.
     pub max_padding_ratio: f64,
+    /// Fairness: how many younger requests may start before a waiting request that the
+    /// running batch cannot take (another bucket, beam search); then joins stop, the batch
+    /// drains, and the oldest request's bucket runs next.
+    pub max_overtakes: usize,
     /// Length buckets, by increasing `max_tokens`; the last may omit it (every longer prompt).
     pub buckets: Vec<BucketConfig>,
 }
@@ -66,6 +71,7 @@ impl Default for SchedulerConfig {
             memory_budget_mb: 0,
             memory_fraction: 0.5,
             max_padding_ratio: 2.0,
+            max_overtakes: 8,
             buckets: vec![
                 BucketConfig { max_tokens: Some(32), batch: 8 },
                 BucketConfig { max_tokens: Some(128), batch: 4 },

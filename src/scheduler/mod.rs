@@ -173,9 +173,17 @@ impl Scheduler {
             }
             Err(e)
         };
-        let closed = inner.shared.lock().closed.clone();
+        let (closed, full) = {
+            let s = inner.shared.lock();
+            (s.closed.clone(), s.window.is_full())
+        };
         if let Some(e) = closed {
             return refuse(e);
+        }
+        // A full queue answers at once, before any tokenizing or memory reading (checked
+        // again when the request is queued).
+        if full {
+            return refuse(SchedulerError::Busy);
         }
         let prompt = match req.prompt {
             Prompt::Tokens(ids) => ids,
@@ -222,6 +230,7 @@ impl Scheduler {
             max_new: cfg.max_new_tokens,
             solo: cfg.num_beams > 1,
             enqueued: tokio::time::Instant::now(),
+            overtaken: 0,
             payload: Pending { tx: tx.clone(), prompt, config: cfg },
         };
         {

@@ -52,6 +52,9 @@ pub struct Stats {
     pub shrunk: u64,
     /// Tokens generated.
     pub tokens: u64,
+    /// Decoding steps, and the rows they decoded (their ratio: the mean batch occupancy).
+    pub steps: u64,
+    pub step_rows: u64,
     /// Bytes the running batch's KV cache holds.
     pub kv_bytes: u64,
     pub wait: Percentiles,

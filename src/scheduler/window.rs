@@ -13,9 +13,11 @@
 //! - A new batch takes the oldest request's bucket: the waiting requests of that bucket in
 //!   arrival order, up to the bucket's batch size (a solo request, e.g. beam search, runs
 //!   alone, and is never batched with others).
-//! - A running batch admits joiners of its own bucket at token boundaries, up to its size,
-//!   unless a request of another bucket (or a solo one) has waited `max_wait` or more: then
-//!   the batch admits nobody, drains, and that request's bucket runs next.
+//! - A running batch admits joiners of its own bucket at token boundaries, up to its size.
+//!   Fairness: a waiting request that a batch cannot take (another bucket, or a solo one)
+//!   can be overtaken by at most `max_overtakes` younger requests (batch-mates and joiners);
+//!   then the batch admits nobody younger than it, drains, and the oldest request's bucket
+//!   runs next.
 
 use super::config::SchedulerConfig;
 use std::collections::VecDeque;
@@ -32,6 +34,8 @@ pub struct Waiting<T> {
     /// Runs alone (beam search).
     pub solo: bool,
     pub enqueued: Instant,
+    /// Younger requests that started before this one (see `max_overtakes`).
+    pub overtaken: usize,
     pub payload: T,
 }
 
@@ -41,11 +45,18 @@ pub struct Window<T> {
     capacity: usize,
     min_batch: usize,
     max_wait: Duration,
+    max_overtakes: usize,
 }
 
 impl<T> Window<T> {
     pub fn new(cfg: &SchedulerConfig) -> Self {
-        Self { entries: VecDeque::new(), capacity: cfg.queue_capacity, min_batch: cfg.min_batch, max_wait: cfg.max_wait() }
+        Self {
+            entries: VecDeque::new(),
+            capacity: cfg.queue_capacity,
+            min_batch: cfg.min_batch,
+            max_wait: cfg.max_wait(),
+            max_overtakes: cfg.max_overtakes,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -111,19 +122,45 @@ impl<T> Window<T> {
         self.entries.iter().filter(|w| w.bucket == oldest.bucket && !w.solo).take(batch_of(oldest.bucket)).collect()
     }
 
-    /// The requests that may join a running batch of `bucket` with `room` free rows at
-    /// `now`, best first; none while a request it cannot take has waited `max_wait`.
-    pub fn join_candidates(&self, bucket: usize, room: usize, now: Instant) -> Vec<&Waiting<T>> {
-        let joinable = |w: &Waiting<T>| w.bucket == bucket && !w.solo;
-        let starving = self.entries.iter().find(|w| !joinable(w)).is_some_and(|w| now.saturating_duration_since(w.enqueued) >= self.max_wait);
-        if starving || room == 0 {
-            return Vec::new();
+    /// The requests that may join a running batch of `bucket` with `room` free rows, best
+    /// first: its bucket's waiting requests in arrival order, as long as none of them
+    /// overtakes a request the batch cannot take more than `max_overtakes` times.
+    pub fn join_candidates(&self, bucket: usize, room: usize) -> Vec<&Waiting<T>> {
+        let mut out = Vec::new();
+        // The least number of further overtakes the older, unjoinable requests allow.
+        let mut slack: Option<usize> = None;
+        for w in &self.entries {
+            if out.len() == room {
+                break;
+            }
+            if w.bucket == bucket && !w.solo {
+                match slack {
+                    Some(0) => break,
+                    Some(ref mut n) => {
+                        *n -= 1;
+                        out.push(w);
+                    }
+                    None => out.push(w),
+                }
+            } else {
+                let left = self.max_overtakes.saturating_sub(w.overtaken);
+                slack = Some(slack.map_or(left, |n| n.min(left)));
+            }
         }
-        self.entries.iter().filter(|w| joinable(w)).take(room).collect()
+        out
     }
 
-    /// Removes the requests `ids` (in queue order).
+    /// Removes the requests `ids` (in queue order) to start them: each request left behind
+    /// counts the younger ones among them as overtakes.
     pub fn take(&mut self, ids: &[u64]) -> Vec<Waiting<T>> {
+        let mut younger_taken = 0;
+        for w in self.entries.iter_mut().rev() {
+            if ids.contains(&w.id) {
+                younger_taken += 1;
+            } else {
+                w.overtaken += younger_taken;
+            }
+        }
         let (taken, kept): (VecDeque<_>, VecDeque<_>) = std::mem::take(&mut self.entries).into_iter().partition(|w| ids.contains(&w.id));
         self.entries = kept;
         taken.into()
@@ -140,7 +177,7 @@ mod tests {
     use super::*;
 
     fn w(id: u64, bucket: usize, at: Instant) -> Waiting<()> {
-        Waiting { id, bucket, prompt_len: 4, max_new: 4, solo: false, enqueued: at, payload: () }
+        Waiting { id, bucket, prompt_len: 4, max_new: 4, solo: false, enqueued: at, overtaken: 0, payload: () }
     }
 
     #[test]
@@ -190,15 +227,22 @@ mod tests {
     }
 
     #[test]
-    fn joins_stop_when_another_bucket_starves() {
+    fn joiners_overtake_other_buckets_a_bounded_number_of_times() {
         let t0 = Instant::now();
-        let mut win = Window::new(&SchedulerConfig::default());
-        win.push(w(1, 2, t0)).unwrap();
-        win.push(w(2, 0, t0 + Duration::from_millis(10))).unwrap();
-        win.push(w(3, 0, t0 + Duration::from_millis(20))).unwrap();
+        let mut win = Window::new(&SchedulerConfig { max_overtakes: 3, ..Default::default() });
         let ids = |v: Vec<&Waiting<()>>| v.iter().map(|w| w.id).collect::<Vec<_>>();
-        assert_eq!(ids(win.join_candidates(0, 1, t0 + Duration::from_millis(50))), [2]);
-        assert_eq!(ids(win.join_candidates(0, 0, t0 + Duration::from_millis(50))), Vec::<u64>::new());
-        assert_eq!(ids(win.join_candidates(0, 8, t0 + Duration::from_millis(100))), Vec::<u64>::new());
+        for (id, b) in [(1, 0), (2, 2), (3, 0), (4, 0), (5, 1), (6, 0), (7, 0)] {
+            win.push(w(id, b, t0)).unwrap();
+        }
+        // 1 is older than everything it could overtake; 3, 4, 6 overtake 2 (and 6 also 5).
+        assert_eq!(ids(win.join_candidates(0, 8)), [1, 3, 4, 6]);
+        assert_eq!(ids(win.join_candidates(0, 2)), [1, 3]);
+        assert_eq!(ids(win.join_candidates(1, 8)), [5], "5 may overtake the older 1 to 4 once");
+        win.take(&[1, 3]);
+        assert_eq!(win.iter().map(|w| (w.id, w.overtaken)).collect::<Vec<_>>(), [(2, 1), (4, 0), (5, 0), (6, 0), (7, 0)]);
+        assert_eq!(ids(win.join_candidates(0, 8)), [4, 6]);
+        win.take(&[4, 6]);
+        assert_eq!(win.iter().map(|w| (w.id, w.overtaken)).collect::<Vec<_>>(), [(2, 3), (5, 1), (7, 0)]);
+        assert_eq!(ids(win.join_candidates(0, 8)), Vec::<u64>::new(), "2 has been overtaken 3 times");
     }
 }

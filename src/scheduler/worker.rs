@@ -241,7 +241,7 @@ impl Worker {
             state.rows.retain(|r| !cancel.contains(&r.id));
             let room = self.buckets.batch(bucket).saturating_sub(state.rows.len());
             let now = Instant::now();
-            let cands = s.window.join_candidates(bucket, room, now);
+            let cands = s.window.join_candidates(bucket, room);
             if !cands.is_empty() {
                 let plans: Vec<Planned> = cands.iter().map(|w| planned(w)).collect();
                 let ids: Vec<u64> = cands.iter().map(|w| w.id).collect();
@@ -265,6 +265,11 @@ impl Worker {
                     admit = self.admit(&mut s, taken, true, now);
                 }
             }
+        }
+        let rows = self.running.len() - cancel.len();
+        if rows > 0 {
+            s.stats.counts.steps += 1;
+            s.stats.counts.step_rows += rows as u64;
         }
         drop(s);
         self.send(Op::Run { cancel, admit, step: true });
