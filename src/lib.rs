@@ -12,6 +12,7 @@ pub mod kernels;
 pub mod model;
 pub mod pdf;
 pub mod quant;
+pub mod scheduler;
 pub mod sd_notify;
 pub mod sysinfo;
 pub mod tokenizer;

@@ -106,6 +106,12 @@ impl Batch {
         self.cache.as_ref().map_or(0, KvCache::bytes)
     }
 
+    /// Positions filled in this batch's KV cache (left padding included) and the positions
+    /// it has room for; `(0, 0)` without a cache.
+    pub fn cache_positions(&self) -> (usize, usize) {
+        self.cache.as_ref().map_or((0, 0), |c| (c.own_len(), c.capacity()))
+    }
+
     /// Prefills `new` (left-padded together), samples their first tokens and adds them to
     /// the batch. Sequences that finish on their first token are returned at once.
     pub fn admit(&mut self, model: &Bloom, tok: &Tokenizer, mut new: Vec<Sequence>) -> Result<Vec<Generated>> {
