@@ -3,6 +3,7 @@
 //! See docs/ARCHITECTURE.md for the module map and the data flow.
 
 pub mod cli;
+pub mod config;
 pub mod convert;
 pub mod device;
 pub mod engine;
@@ -12,5 +13,6 @@ pub mod kernels;
 pub mod model;
 pub mod pdf;
 pub mod quant;
+pub mod summarize;
 pub mod sysinfo;
 pub mod tokenizer;
