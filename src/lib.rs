@@ -13,6 +13,7 @@ pub mod kernels;
 pub mod model;
 pub mod pdf;
 pub mod quant;
+pub mod sd_notify;
 pub mod service;
 pub mod summarize;
 pub mod sysinfo;

@@ -24,6 +24,86 @@ pub fn dot_rows(x: &[f32], rows: &[f32], out: &mut [f32]) {
     }
 }
 
+/// `sum_i f16(w[i]) * x[i]` for a row of little-endian f16 values (`w.len() == 2 * x.len()`).
+#[inline]
+pub fn dot_f16(w: &[u8], x: &[f32]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_f16c() {
+            // SAFETY: AVX2, FMA and F16C are present (checked above).
+            return unsafe { dot_f16_avx2(w, x) };
+        }
+    }
+    w.chunks_exact(2).zip(x).map(|(b, &x)| half::f16::from_le_bytes([b[0], b[1]]).to_f32() * x).sum()
+}
+
+/// Converts little-endian f16 values to f32 (`src.len() == 2 * dst.len()`).
+#[inline]
+pub fn f16_to_f32(src: &[u8], dst: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_f16c() {
+            // SAFETY: F16C is present (checked above).
+            return unsafe { f16_to_f32_f16c(src, dst) };
+        }
+    }
+    for (o, b) in dst.iter_mut().zip(src.chunks_exact(2)) {
+        *o = half::f16::from_le_bytes([b[0], b[1]]).to_f32();
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_f16c() -> bool {
+    use std::sync::OnceLock;
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| has_avx2_fma() && is_x86_feature_detected!("f16c"))
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,f16c")]
+unsafe fn dot_f16_avx2(w: &[u8], x: &[f32]) -> f32 {
+    use std::arch::x86_64::*;
+    let n = x.len().min(w.len() / 2);
+    let (wp, xp) = (w.as_ptr(), x.as_ptr());
+    let mut acc0 = _mm256_setzero_ps();
+    let mut acc1 = _mm256_setzero_ps();
+    let mut i = 0;
+    while i + 16 <= n {
+        let w0 = _mm256_cvtph_ps(_mm_loadu_si128(wp.add(2 * i) as *const __m128i));
+        let w1 = _mm256_cvtph_ps(_mm_loadu_si128(wp.add(2 * i + 16) as *const __m128i));
+        acc0 = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xp.add(i)), acc0);
+        acc1 = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xp.add(i + 8)), acc1);
+        i += 16;
+    }
+    let acc = _mm256_add_ps(acc0, acc1);
+    let mut lanes = [0f32; 8];
+    _mm256_storeu_ps(lanes.as_mut_ptr(), acc);
+    let mut s = ((lanes[0] + lanes[4]) + (lanes[1] + lanes[5])) + ((lanes[2] + lanes[6]) + (lanes[3] + lanes[7]));
+    while i < n {
+        s += half::f16::from_le_bytes([w[2 * i], w[2 * i + 1]]).to_f32() * x[i];
+        i += 1;
+    }
+    s
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,f16c")]
+unsafe fn f16_to_f32_f16c(src: &[u8], dst: &mut [f32]) {
+    use std::arch::x86_64::*;
+    let n = dst.len().min(src.len() / 2);
+    let mut i = 0;
+    while i + 8 <= n {
+        let v = _mm256_cvtph_ps(_mm_loadu_si128(src.as_ptr().add(2 * i) as *const __m128i));
+        _mm256_storeu_ps(dst.as_mut_ptr().add(i), v);
+        i += 8;
+    }
+    while i < n {
+        dst[i] = half::f16::from_le_bytes([src[2 * i], src[2 * i + 1]]).to_f32();
+        i += 1;
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[inline]
 pub fn has_avx2_fma() -> bool {
@@ -69,6 +149,19 @@ unsafe fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn f16_paths_match_scalar() {
+        let x: Vec<f32> = (0..67).map(|i| (i as f32 * 0.3).sin()).collect();
+        let w: Vec<u8> = (0..67).flat_map(|i| half::f16::from_f32((i as f32 * 0.7).cos()).to_le_bytes()).collect();
+        let want: f32 = w.chunks(2).zip(&x).map(|(b, x)| half::f16::from_le_bytes([b[0], b[1]]).to_f32() * x).sum();
+        assert!((dot_f16(&w, &x) - want).abs() < 1e-4);
+        let mut out = vec![0f32; 67];
+        f16_to_f32(&w, &mut out);
+        for (o, b) in out.iter().zip(w.chunks(2)) {
+            assert_eq!(*o, half::f16::from_le_bytes([b[0], b[1]]).to_f32());
+        }
+    }
 
     #[test]
     fn matches_f64_reference() {

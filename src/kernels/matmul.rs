@@ -34,6 +34,9 @@ impl<'a> WeightView<'a> {
 
     /// Decodes row `r` into `out` (`cols` values).
     pub fn decode_row(&self, r: usize, out: &mut [f32]) {
+        if self.dtype == GgmlType::F16 {
+            return super::dot::f16_to_f32(self.rows_bytes(r, 1), out);
+        }
         // Shapes are validated when the weight is loaded; a mismatch here is a bug.
         dequantize_row(self.dtype, self.rows_bytes(r, 1), out).expect("weight row shape validated at load");
     }
@@ -83,6 +86,9 @@ pub fn matmul_t(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]>, ou
     if let Some(kind) = int_kind(w.dtype) {
         return matmul_t_int(x, m, w, kind, bias, out);
     }
+    if w.dtype == GgmlType::F16 && m <= 4 {
+        return matmul_t_f16_rows(x, m, w, bias, out);
+    }
     let tile = tile_rows(k);
     let n_tiles = n.div_ceil(tile);
     let out_ptr = OutPtr(out.as_mut_ptr());
@@ -118,6 +124,31 @@ pub fn matmul_t(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]>, ou
                 }
             }
         });
+    });
+}
+
+/// f16 weights with few input rows (decoding): each weight row is converted on the fly
+/// inside the dot product, never written out as f32.
+fn matmul_t_f16_rows(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]>, out: &mut [f32]) {
+    let (n, k) = (w.rows, w.cols);
+    let rb = w.row_bytes();
+    let tile = 16;
+    let out_ptr = OutPtr(out.as_mut_ptr());
+    (0..n.div_ceil(tile)).into_par_iter().for_each(|t| {
+        let r0 = t * tile;
+        let count = tile.min(n - r0);
+        let wt = w.rows_bytes(r0, count);
+        let mut acc = [0f32; 16];
+        for i in 0..m {
+            let xi = &x[i * k..(i + 1) * k];
+            for (r, a) in acc[..count].iter_mut().enumerate() {
+                *a = super::dot::dot_f16(&wt[r * rb..(r + 1) * rb], xi) + bias.map_or(0.0, |b| b[r0 + r]);
+            }
+            // SAFETY: this tile owns columns r0..r0+count.
+            unsafe {
+                std::ptr::copy_nonoverlapping(acc.as_ptr(), out_ptr.get().add(i * n + r0), count);
+            }
+        }
     });
 }
 

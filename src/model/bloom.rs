@@ -43,6 +43,8 @@ pub struct Bloom {
     /// The slopes on the GPU, for the fused attention kernel.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     device_slopes: Option<Tensor>,
+    #[cfg(feature = "cuda")]
+    staging: super::cuda::PinnedStaging,
 }
 
 /// Model-loading errors: the file's, or the device's.
@@ -113,6 +115,8 @@ impl Bloom {
             lm_head,
             alibi_slopes,
             device_slopes,
+            #[cfg(feature = "cuda")]
+            staging: Default::default(),
         })
     }
 
@@ -157,8 +161,13 @@ impl Bloom {
             candle_core::bail!("forward: {b} rows, the cache has {}", cache.batch());
         }
         let flat: Vec<u32> = ids.iter().flatten().copied().collect();
-        let x = Tensor::from_vec(self.embed_rows(&flat)?, (b, t, self.cfg.hidden), &Device::Cpu)?;
-        let x = x.to_device(&self.device)?.to_dtype(self.dtype)?;
+        let rows = self.embed_rows(&flat)?;
+        let x = match &self.device {
+            #[cfg(feature = "cuda")]
+            Device::Cuda(dev) => self.staging.upload(&rows, &[b, t, self.cfg.hidden], dev)?,
+            _ => Tensor::from_vec(rows, (b, t, self.cfg.hidden), &Device::Cpu)?.to_device(&self.device)?,
+        };
+        let x = x.to_dtype(self.dtype)?;
         let mut x = self.embd_norm.forward(&x)?;
 
         cache.reserve(t)?;

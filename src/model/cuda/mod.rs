@@ -4,9 +4,11 @@
 //! each op is never used (the CPU path has its own kernels) and says so.
 
 use candle_core::backend::BackendStorage;
-use candle_core::cuda_backend::cudarc::driver::{CudaView, LaunchConfig, PushKernelArg};
+use candle_core::cuda_backend::cudarc::driver::{CudaView, LaunchConfig, PinnedHostSlice, PushKernelArg};
 use candle_core::cuda_backend::{CudaDevice, CudaStorage, WrapErr};
+use candle_core::op::BackpropOp;
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, InplaceOp2, Layout, Result, Shape, Storage, Tensor};
+use std::sync::Mutex;
 use half::f16;
 
 const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/seqgpt_kernels.ptx"));
@@ -236,5 +238,31 @@ impl CustomOp3 for AttentionOp {
             })
         })?;
         Ok((CudaStorage::wrap_cuda_slice(out, dev), Shape::from((d.batch, d.t, d.heads * d.head_dim))))
+    }
+}
+
+/// Uploads hidden states (gathered on the CPU from the mapped embeddings) through a
+/// page-locked buffer, so the copy is a DMA straight from it. The buffer is reused while the
+/// size stays the same (every decoding step), reallocated when it changes.
+#[derive(Default)]
+pub struct PinnedStaging {
+    buf: Mutex<Option<PinnedHostSlice<f32>>>,
+}
+
+impl PinnedStaging {
+    pub fn upload(&self, data: &[f32], shape: &[usize], dev: &CudaDevice) -> Result<Tensor> {
+        let mut guard = self.buf.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.as_ref().map_or(true, |b| b.len() != data.len()) {
+            let ctx = dev.cuda_stream().context().clone();
+            // SAFETY: the buffer is fully written below before any copy reads it.
+            *guard = Some(unsafe { ctx.alloc_pinned::<f32>(data.len()) }.w()?);
+        }
+        let pinned = guard.as_mut().expect("allocated above");
+        // as_mut_slice waits for the previous copy out of this buffer to finish.
+        pinned.as_mut_slice().w()?.copy_from_slice(data);
+        let mut dst = unsafe { dev.alloc::<f32>(data.len())? };
+        dev.cuda_stream().memcpy_htod(&*pinned, &mut dst).w()?;
+        let storage = Storage::Cuda(CudaStorage::wrap_cuda_slice(dst, dev.clone()));
+        Ok(Tensor::from_storage(storage, shape, BackpropOp::none(), false))
     }
 }

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs on a Debian 12 machine (root; CI and fresh machines):
+# the Rust toolchain is assumed (rustup's stable); Debian packages for the D-Bus, systemd
+# and PDF tests. Idempotent: skips what is already there.
+set -euo pipefail
+need=()
+command -v dbus-daemon >/dev/null || need+=(dbus)
+command -v systemd-analyze >/dev/null || need+=(systemd)
+command -v pdftotext >/dev/null || need+=(poppler-utils)
+command -v groff >/dev/null || need+=(groff)
+command -v cc >/dev/null || need+=(build-essential)
+pkg-config --exists dbus-1 2>/dev/null || need+=(pkg-config)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "missing packages: ${need[*]} (run as root or install them)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The test suite: every crate's tests (unit, integration, fixtures against transformers'
+# goldens, hostile inputs, D-Bus with a private bus), then the systemd unit checks.
+# On a fresh Debian machine run as root: it installs the Debian packages it needs first.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash tests/deps.sh
+cargo test --release --workspace
+for check in tests/ops/check_units.sh; do
+  [ -x "$check" ] && "$check"
+done
+echo "all tests passed"
