@@ -248,22 +248,8 @@ impl Config {
 mod tests {
     use super::*;
 
-    /// The file the systemd units install (branch ops: systemd/seqgptd.toml), verbatim keys.
-    const OPS_CONFIG: &str = r#"
-model = "/var/lib/seqgpt/models/seqgpt-560m-q4.gguf"
-device = "auto"
-threads = 0
-
-[scheduler]
-queue_capacity = 8
-tick_ms = 50
-min_batch = 3
-max_wait_ms = 100
-memory_budget_mb = 0
-
-[cache]
-enabled = true
-"#;
+    /// The file the systemd units install, as shipped.
+    const OPS_CONFIG: &str = include_str!("../systemd/seqgptd.toml");
 
     #[test]
     fn the_installed_config_parses() {

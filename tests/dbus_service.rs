@@ -312,3 +312,43 @@ async fn introspection_names_the_contract() {
     let version: String = c.property(PATH, NAME, "Version").await.unwrap().try_into().unwrap();
     assert_eq!(version, env!("CARGO_PKG_VERSION"));
 }
+
+/// Under systemd: READY=1 once ready, WATCHDOG=1 at half of WATCHDOG_USEC (from the engine
+/// loop with a model, from the runtime without), STATUS= lines, STOPPING=1 on SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sd_notify_ready_watchdog_status_stopping() {
+    let Some(bus) = Bus::start() else { return };
+    for config in [format!("model = \"{}\"\ndevice = \"cpu\"\n", tiny()), String::new()] {
+        let socket_path = bus.dir.path().join(format!("notify-{}", config.len()));
+        let socket = std::os::unix::net::UnixDatagram::bind(&socket_path).unwrap();
+        socket.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let reader = std::thread::spawn(move || {
+            let mut buf = vec![0u8; 4096];
+            let start = std::time::Instant::now();
+            while start.elapsed() < Duration::from_secs(60) {
+                if let Ok(n) = socket.recv(&mut buf) {
+                    let msg = String::from_utf8_lossy(&buf[..n]).to_string();
+                    let stop = msg == "STOPPING=1";
+                    if tx.send(msg).is_err() || stop {
+                        break;
+                    }
+                }
+            }
+        });
+        let sock = socket_path.to_str().unwrap().to_string();
+        let mut daemon = Daemon::start_with_env(&bus, &config, &[], &[("NOTIFY_SOCKET", &sock), ("WATCHDOG_USEC", "200000")]);
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let status = tokio::task::spawn_blocking(move || daemon.terminate()).await.unwrap();
+        assert!(status.success());
+        reader.join().unwrap();
+        let msgs: Vec<String> = rx.try_iter().collect();
+        assert_eq!(msgs.iter().filter(|m| *m == "READY=1").count(), 1, "{msgs:?}");
+        let ready = msgs.iter().position(|m| m == "READY=1").unwrap();
+        let pings = msgs.iter().filter(|m| *m == "WATCHDOG=1").count();
+        assert!(pings >= 3, "{pings} watchdog pings in about a second at a 100 ms interval: {msgs:?}");
+        assert!(msgs.iter().any(|m| m.starts_with("STATUS=") && m.contains("summaries")), "{msgs:?}");
+        assert_eq!(msgs.last().map(String::as_str), Some("STOPPING=1"), "{msgs:?}");
+        assert!(ready < msgs.len() - 1);
+    }
+}

@@ -6,7 +6,7 @@
 //! [`input`] (reading client files safely), [`errors`] (the D-Bus error names).
 //!
 //! Start-up: config -> model (a missing or broken model file leaves the extractive
-//! summarizer) -> summary cache -> the bus name -> ready. SIGTERM or SIGINT: stop taking
+//! summarizer) -> summary cache -> the bus name -> ready (`READY=1` under systemd). SIGTERM or SIGINT: stop taking
 //! requests, release the name, end every unfinished job with
 //! `org.seqgpt.Summarizer1.Error.ShuttingDown`, stop the engine, exit 0.
 
@@ -19,6 +19,7 @@ pub mod summarizer;
 
 use crate::config::Config;
 use crate::engine::Engine;
+use crate::sd_notify::{watchdog_interval, Notifier};
 use crate::summarize::cache::SummaryCache;
 use crate::summarize::generator::ModelInfo;
 use crate::summarize::pipeline::{ModelSetup, Pipeline, PipelineSettings};
@@ -172,10 +173,49 @@ pub struct DaemonOptions {
     pub model: Option<PathBuf>,
 }
 
+/// A watchdog ping for the engine loop's tick: sends `WATCHDOG=1` once `every` has passed
+/// since the last one.
+fn watchdog_tick(notifier: Arc<Notifier>, every: Duration) -> Box<dyn FnMut() + Send> {
+    let mut last = std::time::Instant::now();
+    Box::new(move || {
+        if last.elapsed() >= every {
+            last = std::time::Instant::now();
+            if let Err(e) = notifier.watchdog() {
+                tracing::warn!("sd_notify WATCHDOG=1: {e}");
+            }
+        }
+    })
+}
+
+/// One `STATUS=` line for `systemctl status`.
+fn status_line(core: &core::Core) -> String {
+    let (queued, running, _) = core.job_counts();
+    let c = &core.counters;
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    let method = if core.pipeline.model().is_some() { "model" } else { "extractive" };
+    format!(
+        "{method} summaries; jobs: {running} running, {queued} queued; {} done, {} failed, {} cancelled, {} busy refusals",
+        load(&c.done),
+        load(&c.failed),
+        load(&c.cancelled),
+        load(&c.busy)
+    )
+}
+
 /// Runs the daemon until SIGTERM or SIGINT (exit 0), or until the bus goes away (error).
+///
+/// Under systemd (`Type=notify`): `READY=1` once the model is mapped and the name is owned;
+/// `WATCHDOG=1` from the engine loop (or, without a model, from the runtime) at the interval
+/// `$WATCHDOG_USEC` asks for; `STATUS=` lines; `STOPPING=1` on SIGTERM.
 pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     let cfg = opts.config;
-    let loaded = tokio::task::block_in_place(|| load_model(&cfg, opts.model.as_deref(), None))?;
+    let notifier = Notifier::from_env().map(Arc::new);
+    let watchdog = watchdog_interval();
+    let engine_tick = match (&notifier, watchdog) {
+        (Some(n), Some(every)) => Some(watchdog_tick(n.clone(), every)),
+        _ => None,
+    };
+    let loaded = tokio::task::block_in_place(|| load_model(&cfg, opts.model.as_deref(), engine_tick))?;
     let device = loaded.as_ref().map_or_else(|| "cpu".to_string(), |m| m.device.clone());
     let (runner, setup) = match loaded {
         Some(m) => (Some(m.runner), Some(m.setup)),
@@ -208,6 +248,39 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
             }
         })
     };
+    // Without an engine loop, the runtime itself proves it turns.
+    let runtime_watchdog = match (&notifier, watchdog, runner.is_some()) {
+        (Some(n), Some(every), false) => {
+            let mut tick = watchdog_tick(n.clone(), every);
+            Some(tokio::spawn(async move {
+                let mut interval = tokio::time::interval(every / 2);
+                loop {
+                    interval.tick().await;
+                    tick();
+                }
+            }))
+        }
+        _ => None,
+    };
+    let status = notifier.clone().map(|n| {
+        let core = core.clone();
+        tokio::spawn(async move {
+            let mut last = String::new();
+            loop {
+                let line = status_line(&core);
+                if line != last {
+                    let _ = n.status(&line);
+                    last = line;
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        })
+    });
+    if let Some(n) = &notifier {
+        if let Err(e) = n.ready() {
+            tracing::warn!("sd_notify READY=1: {e}");
+        }
+    }
     // The readiness line tests and scripts wait for.
     eprintln!("seqgptd: ready on the {} bus", opts.bus.kind().as_str());
 
@@ -218,6 +291,13 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         _ = int.recv() => { tracing::info!("SIGINT: shutting down"); false }
         _ = conn.closed() => true,
     };
+    if let Some(n) = &notifier {
+        let _ = n.stopping();
+        let _ = n.status("stopping: ending unfinished jobs");
+    }
+    if let Some(t) = status {
+        t.abort();
+    }
     if bus_lost {
         core.shutdown(Duration::from_secs(1)).await;
         bail!("the connection to the bus was closed");
@@ -225,6 +305,9 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     let _ = conn.release_name(SERVICE_NAME).await;
     core.shutdown(Duration::from_secs(10)).await;
     watcher.abort();
+    if let Some(t) = runtime_watchdog {
+        t.abort();
+    }
     if let Some(r) = runner {
         let _ = tokio::task::spawn_blocking(move || r.shutdown()).await;
     }
