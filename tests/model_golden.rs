@@ -214,7 +214,8 @@ fn reduced_precision_stays_within_stated_tolerances() {
 /// The quantized paths compute on the weights they store: a file holding the dequantized
 /// values as f32 gives the same logits. f16 matches exactly; q8_0/q4_0/q4_1 matmuls use
 /// 8-bit activations (as llama.cpp does; the integer arithmetic itself is checked exactly in
-/// kernels::qdot), which the chaotic random fixture amplifies: same top-1, bounded difference.
+/// kernels::qdot), which the chaotic random fixture amplifies into a bounded difference (a
+/// top-1 with a small margin may flip, so only f16 checks the top-1 too).
 #[test]
 fn quantized_kernels_are_exact_on_their_decoded_weights() {
     use seqgpt::gguf::{GgufFile, GgufWriter, MetadataValue, TensorSpec};
@@ -243,7 +244,9 @@ fn quantized_kernels_are_exact_on_their_decoded_weights() {
             let (ql, fl) = (q.last_logits(&ids).unwrap(), f.last_logits(&ids).unwrap());
             let d = max_abs_diff(&ql, &fl);
             assert!(d <= tol, "{wtype}: {d:e}");
-            assert_eq!(argmax(&ql), argmax(&fl), "{wtype}: top-1");
+            if wtype == GgmlType::F16 {
+                assert_eq!(argmax(&ql), argmax(&fl), "{wtype}: top-1");
+            }
         }
     }
 }

@@ -177,14 +177,24 @@ fn matmul_t_int(x: &[f32], m: usize, w: WeightView<'_>, kind: QKind, bias: Optio
             let r0 = t * tile;
             let count = tile.min(n - r0);
             let wt = w.rows_bytes(r0, count);
-            let mut acc = [0f32; 64];
-            for (i, xq) in rows.iter().enumerate() {
-                for (r, a) in acc[..count].iter_mut().enumerate() {
-                    *a = qdot::dot(kind, &wt[r * rb..(r + 1) * rb], xq) + bias.map_or(0.0, |b| b[r0 + r]);
+            let bias_of = |r: usize| bias.map_or(0.0, |b| b[r0 + r]);
+            // SAFETY (both writes): this tile owns columns r0..r0+count of every output row.
+            let put = |i: usize, r: usize, v: f32| unsafe { *out_ptr.get().add(i * n + r0 + r) = v };
+            // Four input rows at a time share each unpacked weight block.
+            let mut i = 0;
+            while i + 4 <= m {
+                let xs = [&rows[i], &rows[i + 1], &rows[i + 2], &rows[i + 3]];
+                for r in 0..count {
+                    let v = qdot::dot4(kind, &wt[r * rb..(r + 1) * rb], xs);
+                    for (j, v) in v.into_iter().enumerate() {
+                        put(i + j, r, v + bias_of(r));
+                    }
                 }
-                // SAFETY: as in matmul_t, this tile owns columns r0..r0+count.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(acc.as_ptr(), out_ptr.get().add(i * n + r0), count);
+                i += 4;
+            }
+            for (i, xq) in rows.iter().enumerate().skip(i) {
+                for r in 0..count {
+                    put(i, r, qdot::dot(kind, &wt[r * rb..(r + 1) * rb], xq) + bias_of(r));
                 }
             }
         });
@@ -219,7 +229,7 @@ mod tests {
 
     #[test]
     fn every_type_matches_reference_on_decoded_weights() {
-        let (m, n, k) = (3, 70, 96);
+        let (m, n, k) = (5, 70, 96); // m = 5: one group of four rows and a rest
         let x: Vec<f32> = (0..m * k).map(|i| ((i * 31 % 23) as f32 - 11.0) / 7.0).collect();
         let wf: Vec<f32> = (0..n * k).map(|i| ((i * 17 % 29) as f32 - 14.0) / 9.0).collect();
         let bias: Vec<f32> = (0..n).map(|i| i as f32 * 0.01).collect();

@@ -4,6 +4,7 @@
 //! cores (rayon). `norm` holds LayerNorm. Each kernel has a plain reference version in its
 //! tests that it must agree with.
 
+pub mod attention;
 pub mod dot;
 pub mod matmul;
 pub mod norm;

@@ -3,8 +3,9 @@
 //! As in llama.cpp, activations are quantized per 32-value block (`d = max|x| / 127`,
 //! `q = round(x / d)`) so that a weight block and an activation block multiply as integers:
 //! - q8_0: `sum(w_q * x_q) * d_w * d_x`
-//! - q4_0: `(sum(n * x_q) - 8 * sum(x_q)) * d_w * d_x`, with `n` the 0..15 nibbles
-//! - q4_1: `sum(n * x_q) * d_w * d_x + m_w * d_x * sum(x_q)`
+//! - q4_0: `sum(n * x_q) * d_w * d_x - 8 * d_w * (d_x * sum(x_q))`, with `n` the 0..15 nibbles
+//! - q4_1: `sum(n * x_q) * d_w * d_x + m_w * (d_x * sum(x_q))`
+//! (`d_x * sum(x_q)` is computed once per activation block, when quantizing).
 //!
 //! The nibble form keeps the weights unsigned, which is what x86's `maddubs` (u8 x i8)
 //! wants, and NEON's `sdot` takes after a shift. AVX2 (x86_64) and dot-product NEON
@@ -20,8 +21,8 @@ pub struct Q8Row {
     pub q: Vec<i8>,
     /// Per block: the scale.
     pub d: Vec<f32>,
-    /// Per block: the sum of the quantized values (as f32, exact).
-    pub sum: Vec<f32>,
+    /// Per block: `d * sum(q)`, what the offset terms of q4_0 and q4_1 multiply.
+    pub ds: Vec<f32>,
 }
 
 impl Q8Row {
@@ -30,7 +31,7 @@ impl Q8Row {
         let nb = x.len() / QK;
         self.q.resize(nb * QK, 0);
         self.d.resize(nb, 0.0);
-        self.sum.resize(nb, 0.0);
+        self.ds.resize(nb, 0.0);
         for (b, xs) in x.chunks_exact(QK).enumerate() {
             let amax = xs.iter().fold(0f32, |m, v| m.max(v.abs()));
             let d = amax / 127.0;
@@ -41,7 +42,7 @@ impl Q8Row {
                 s += *q as i32;
             }
             self.d[b] = d;
-            self.sum[b] = s as f32;
+            self.ds[b] = d * s as f32;
         }
     }
 
@@ -51,6 +52,7 @@ impl Q8Row {
 }
 
 #[inline]
+#[allow(dead_code)] // the x86 path converts with F16C; scalar and NEON use this
 fn f16_at(b: &[u8], i: usize) -> f32 {
     f16::from_le_bytes([b[i], b[i + 1]]).to_f32()
 }
@@ -60,8 +62,16 @@ fn f16_at(b: &[u8], i: usize) -> f32 {
 pub fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
     #[cfg(target_arch = "x86_64")]
     {
-        if super::dot::has_avx2_fma() {
-            // SAFETY: AVX2 and FMA are present (checked above); slices hold whole blocks.
+        if avx512::available() {
+            // SAFETY: the AVX-512 features are present (checked above); slices hold whole blocks.
+            return unsafe { avx512::dot(kind, w, x) };
+        }
+        if avx2::has_vnni() {
+            // SAFETY: AVX-VNNI (which implies AVX2) and F16C are present; slices hold whole blocks.
+            return unsafe { avx2::dot_vnni(kind, w, x) };
+        }
+        if has_avx2_f16c() {
+            // SAFETY: AVX2, FMA and F16C are present (checked above); slices hold whole blocks.
             return unsafe { avx2::dot(kind, w, x) };
         }
     }
@@ -73,6 +83,35 @@ pub fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
         }
     }
     scalar_dot(kind, w, x)
+}
+
+/// One weight row against four activation rows at once (`dot` four times, with the weight
+/// row read and unpacked once): the prefill kernel.
+#[inline]
+pub fn dot4(kind: QKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx512::available() {
+            // SAFETY: as in `dot`.
+            return unsafe { avx512::dot4(kind, w, xs) };
+        }
+        if avx2::has_vnni() {
+            // SAFETY: as in `dot`.
+            return unsafe { avx2::dot4_vnni(kind, w, xs) };
+        }
+        if has_avx2_f16c() {
+            // SAFETY: as in `dot`.
+            return unsafe { avx2::dot4(kind, w, xs) };
+        }
+    }
+    xs.map(|x| dot(kind, w, x))
+}
+
+#[cfg(target_arch = "x86_64")]
+fn has_avx2_f16c() -> bool {
+    use std::sync::OnceLock;
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| super::dot::has_avx2_fma() && is_x86_feature_detected!("f16c"))
 }
 
 /// The weight block types with integer kernels.
@@ -96,9 +135,13 @@ impl QKind {
 /// Reference implementation (also the fallback).
 pub fn scalar_dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
     let bb = kind.block_bytes();
+    (0..x.blocks()).map(|b| scalar_block(kind, &w[b * bb..(b + 1) * bb], x, b)).sum()
+}
+
+/// One weight block `wb` against block `b` of `x`.
+fn scalar_block(kind: QKind, wb: &[u8], x: &Q8Row, b: usize) -> f32 {
     let mut acc = 0f32;
-    for b in 0..x.blocks() {
-        let wb = &w[b * bb..(b + 1) * bb];
+    {
         let xq = &x.q[b * QK..(b + 1) * QK];
         let dx = x.d[b];
         match kind {
@@ -112,10 +155,11 @@ pub fn scalar_dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
                 for j in 0..QK / 2 {
                     s += (nib[j] & 0x0f) as i32 * xq[j] as i32 + (nib[j] >> 4) as i32 * xq[j + QK / 2] as i32;
                 }
+                let dw = f16_at(wb, 0);
                 if kind == QKind::Q4_0 {
-                    acc += (s as f32 - 8.0 * x.sum[b]) * f16_at(wb, 0) * dx;
+                    acc += s as f32 * dw * dx - 8.0 * dw * x.ds[b];
                 } else {
-                    acc += s as f32 * f16_at(wb, 0) * dx + f16_at(wb, 2) * dx * x.sum[b];
+                    acc += s as f32 * dw * dx + f16_at(wb, 2) * x.ds[b];
                 }
             }
         }
@@ -125,11 +169,18 @@ pub fn scalar_dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{f16_at, QKind, Q8Row, QK};
+    //! One body, compiled twice: with AVX2 `maddubs`+`madd`, and with AVX-VNNI `dpbusd`
+    //! (one instruction, no 16-bit saturation) where the CPU has it.
+    use super::{QKind, Q8Row, QK};
     use std::arch::x86_64::*;
 
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
+    pub fn has_vnni() -> bool {
+        use std::sync::OnceLock;
+        static HAS: OnceLock<bool> = OnceLock::new();
+        *HAS.get_or_init(|| is_x86_feature_detected!("avxvnni") && is_x86_feature_detected!("f16c"))
+    }
+
+    #[inline(always)]
     unsafe fn hsum(v: __m256) -> f32 {
         let lo = _mm256_castps256_ps128(v);
         let hi = _mm256_extractf128_ps(v, 1);
@@ -139,9 +190,15 @@ mod avx2 {
         _mm_cvtss_f32(s)
     }
 
-    /// 16 bytes of nibbles -> 32 bytes 0..15: low nibbles first (values 0..16), then high.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
+    /// An f16 at `p` as f32, in hardware (F16C).
+    #[inline(always)]
+    unsafe fn f16_at(p: *const u8) -> f32 {
+        let bits = u16::from_le_bytes([*p, *p.add(1)]);
+        _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+    }
+
+    /// 16 bytes of nibbles -> 32 bytes 0..15: low nibbles (values 0..16) then high.
+    #[inline(always)]
     unsafe fn unpack_nibbles(p: *const u8) -> __m256i {
         let b = _mm_loadu_si128(p as *const __m128i);
         let lo = _mm_and_si128(b, _mm_set1_epi8(0x0f));
@@ -150,51 +207,217 @@ mod avx2 {
     }
 
     /// u8 x i8 products summed into 8 i32 lanes, as f32.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    unsafe fn dot_u8_i8(u: __m256i, s: __m256i) -> __m256 {
-        let p16 = _mm256_maddubs_epi16(u, s);
-        let p32 = _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
-        _mm256_cvtepi32_ps(p32)
+    #[inline(always)]
+    unsafe fn dot_u8_i8<const VNNI: bool>(u: __m256i, s: __m256i) -> __m256 {
+        if VNNI {
+            _mm256_cvtepi32_ps(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s))
+        } else {
+            let p16 = _mm256_maddubs_epi16(u, s);
+            _mm256_cvtepi32_ps(_mm256_madd_epi16(p16, _mm256_set1_epi16(1)))
+        }
     }
 
-    #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
+    /// The weight block at `wb` as 32 unsigned bytes (nibbles, or |w| for q8_0), with its
+    /// scale and offset (q4_1's m; 0 otherwise).
+    #[inline(always)]
+    unsafe fn load_block(kind: QKind, wb: *const u8) -> (__m256i, f32, f32) {
+        match kind {
+            QKind::Q8_0 => {
+                let wv = _mm256_loadu_si256(wb.add(2) as *const __m256i);
+                (wv, f16_at(wb), 0.0)
+            }
+            QKind::Q4_0 => (unpack_nibbles(wb.add(2)), f16_at(wb), 0.0),
+            QKind::Q4_1 => (unpack_nibbles(wb.add(4)), f16_at(wb), f16_at(wb.add(2))),
+        }
+    }
+
+    /// Accumulates one block product: `w` from load_block, `xv` the activation bytes.
+    #[inline(always)]
+    unsafe fn block<const VNNI: bool>(kind: QKind, w: __m256i, dw: f32, mw: f32, xv: __m256i, dx: f32, ds: f32, acc: &mut __m256, corr: &mut f32) {
+        match kind {
+            QKind::Q8_0 => {
+                // |w| x sign(x, w): the unsigned operand must be the first.
+                let aw = _mm256_sign_epi8(w, w);
+                let sxv = _mm256_sign_epi8(xv, w);
+                *acc = _mm256_fmadd_ps(dot_u8_i8::<VNNI>(aw, sxv), _mm256_set1_ps(dw * dx), *acc);
+            }
+            QKind::Q4_0 => {
+                *acc = _mm256_fmadd_ps(dot_u8_i8::<VNNI>(w, xv), _mm256_set1_ps(dw * dx), *acc);
+                *corr -= 8.0 * dw * ds;
+            }
+            QKind::Q4_1 => {
+                *acc = _mm256_fmadd_ps(dot_u8_i8::<VNNI>(w, xv), _mm256_set1_ps(dw * dx), *acc);
+                *corr += mw * ds;
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn dot_body<const VNNI: bool>(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
         let bb = kind.block_bytes();
         let nb = x.blocks();
         debug_assert!(w.len() >= nb * bb && x.q.len() >= nb * QK);
-        let wp = w.as_ptr();
-        let xp = x.q.as_ptr();
+        let (wp, xp) = (w.as_ptr(), x.q.as_ptr());
         let mut acc = _mm256_setzero_ps();
         let mut corr = 0f32;
         for b in 0..nb {
-            let wb = wp.add(b * bb);
+            let (wv, dw, mw) = load_block(kind, wp.add(b * bb));
             let xv = _mm256_loadu_si256(xp.add(b * QK) as *const __m256i);
-            let dx = *x.d.get_unchecked(b);
-            let dw = f16_at(std::slice::from_raw_parts(wb, 4), 0);
-            match kind {
-                QKind::Q8_0 => {
-                    let wv = _mm256_loadu_si256(wb.add(2) as *const __m256i);
-                    // |w| x sign(x, w): maddubs needs its first operand unsigned.
-                    let aw = _mm256_sign_epi8(wv, wv);
-                    let sx = _mm256_sign_epi8(xv, wv);
-                    acc = _mm256_fmadd_ps(dot_u8_i8(aw, sx), _mm256_set1_ps(dw * dx), acc);
-                }
-                QKind::Q4_0 => {
-                    let n = unpack_nibbles(wb.add(2));
-                    let scale = dw * dx;
-                    acc = _mm256_fmadd_ps(dot_u8_i8(n, xv), _mm256_set1_ps(scale), acc);
-                    corr -= 8.0 * scale * *x.sum.get_unchecked(b);
-                }
-                QKind::Q4_1 => {
-                    let n = unpack_nibbles(wb.add(4));
-                    let m = f16_at(std::slice::from_raw_parts(wb, 4), 2);
-                    acc = _mm256_fmadd_ps(dot_u8_i8(n, xv), _mm256_set1_ps(dw * dx), acc);
-                    corr += m * dx * *x.sum.get_unchecked(b);
-                }
-            }
+            block::<VNNI>(kind, wv, dw, mw, xv, *x.d.get_unchecked(b), *x.ds.get_unchecked(b), &mut acc, &mut corr);
         }
         hsum(acc) + corr
+    }
+
+    /// One weight row against four activation rows: each weight block is loaded and
+    /// unpacked once for all four.
+    #[inline(always)]
+    unsafe fn dot4_body<const VNNI: bool>(kind: QKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
+        let bb = kind.block_bytes();
+        let nb = xs[0].blocks();
+        let wp = w.as_ptr();
+        let mut acc = [_mm256_setzero_ps(); 4];
+        let mut corr = [0f32; 4];
+        for b in 0..nb {
+            let (wv, dw, mw) = load_block(kind, wp.add(b * bb));
+            for r in 0..4 {
+                let x = xs[r];
+                let xv = _mm256_loadu_si256(x.q.as_ptr().add(b * QK) as *const __m256i);
+                block::<VNNI>(kind, wv, dw, mw, xv, *x.d.get_unchecked(b), *x.ds.get_unchecked(b), &mut acc[r], &mut corr[r]);
+            }
+        }
+        [hsum(acc[0]) + corr[0], hsum(acc[1]) + corr[1], hsum(acc[2]) + corr[2], hsum(acc[3]) + corr[3]]
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
+        dot_body::<false>(kind, w, x)
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    pub unsafe fn dot_vnni(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
+        dot_body::<true>(kind, w, x)
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub unsafe fn dot4(kind: QKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
+        dot4_body::<false>(kind, w, xs)
+    }
+
+    #[target_feature(enable = "avx2,fma,f16c,avxvnni")]
+    pub unsafe fn dot4_vnni(kind: QKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
+        dot4_body::<true>(kind, w, xs)
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    //! AVX-512 with VNNI: two 32-value blocks per 512-bit `dpbusd`.
+    use super::{QKind, Q8Row, QK};
+    use std::arch::x86_64::*;
+
+    pub fn available() -> bool {
+        use std::sync::OnceLock;
+        static HAS: OnceLock<bool> = OnceLock::new();
+        *HAS.get_or_init(|| {
+            is_x86_feature_detected!("avx512f")
+                && is_x86_feature_detected!("avx512bw")
+                && is_x86_feature_detected!("avx512vl")
+                && is_x86_feature_detected!("avx512dq")
+                && is_x86_feature_detected!("avx512vnni")
+                && is_x86_feature_detected!("f16c")
+                && is_x86_feature_detected!("fma")
+        })
+    }
+
+    #[inline(always)]
+    unsafe fn f16_at(p: *const u8) -> f32 {
+        let bits = u16::from_le_bytes([*p, *p.add(1)]);
+        _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
+    }
+
+    /// Weight blocks `b` and `b + 1` (at `wb`) as 64 unsigned bytes in activation order,
+    /// their scales and offsets, and (q8_0) the mask of negative weights.
+    #[inline(always)]
+    unsafe fn load2(kind: QKind, wb: *const u8) -> (__m512i, [f32; 2], [f32; 2], __mmask64) {
+        let bb = kind.block_bytes();
+        match kind {
+            QKind::Q8_0 => {
+                let w0 = _mm256_loadu_si256(wb.add(2) as *const __m256i);
+                let w1 = _mm256_loadu_si256(wb.add(bb + 2) as *const __m256i);
+                let z = _mm512_inserti64x4(_mm512_castsi256_si512(w0), w1, 1);
+                (_mm512_abs_epi8(z), [f16_at(wb), f16_at(wb.add(bb))], [0.0; 2], _mm512_movepi8_mask(z))
+            }
+            QKind::Q4_0 | QKind::Q4_1 => {
+                let off = if kind == QKind::Q4_0 { 2 } else { 4 };
+                let q0 = _mm_loadu_si128(wb.add(off) as *const __m128i);
+                let q1 = _mm_loadu_si128(wb.add(bb + off) as *const __m128i);
+                let v = _mm256_set_m128i(q1, q0);
+                let lo = _mm256_and_si256(v, _mm256_set1_epi8(0x0f));
+                let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), _mm256_set1_epi8(0x0f));
+                // [q0 lo, q1 lo, q0 hi, q1 hi] -> [q0 lo, q0 hi, q1 lo, q1 hi]
+                let z = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+                let z = _mm512_shuffle_i64x2(z, z, 0b11_01_10_00);
+                let m = if kind == QKind::Q4_1 { [f16_at(wb.add(2)), f16_at(wb.add(bb + 2))] } else { [0.0; 2] };
+                (z, [f16_at(wb), f16_at(wb.add(bb))], m, 0)
+            }
+        }
+    }
+
+    /// Accumulates blocks `b`, `b + 1` of `x` against the loaded weight pair.
+    #[inline(always)]
+    unsafe fn pair(kind: QKind, w: __m512i, dw: [f32; 2], mw: [f32; 2], neg: __mmask64, x: &Q8Row, b: usize, acc: &mut __m512, corr: &mut f32) {
+        let mut xv = _mm512_loadu_si512(x.q.as_ptr().add(b * QK) as *const __m512i);
+        if kind == QKind::Q8_0 {
+            xv = _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv);
+        }
+        let prod = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, xv));
+        let (dx0, dx1) = (*x.d.get_unchecked(b), *x.d.get_unchecked(b + 1));
+        let scale = _mm512_insertf32x8(_mm512_set1_ps(dw[0] * dx0), _mm256_set1_ps(dw[1] * dx1), 1);
+        *acc = _mm512_fmadd_ps(prod, scale, *acc);
+        let (ds0, ds1) = (*x.ds.get_unchecked(b), *x.ds.get_unchecked(b + 1));
+        match kind {
+            QKind::Q8_0 => {}
+            QKind::Q4_0 => *corr -= 8.0 * (dw[0] * ds0 + dw[1] * ds1),
+            QKind::Q4_1 => *corr += mw[0] * ds0 + mw[1] * ds1,
+        }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma,avx2")]
+    pub unsafe fn dot(kind: QKind, w: &[u8], x: &Q8Row) -> f32 {
+        let bb = kind.block_bytes();
+        let nb = x.blocks();
+        let mut acc = _mm512_setzero_ps();
+        let mut corr = 0f32;
+        let mut b = 0;
+        while b + 2 <= nb {
+            let (wv, dw, mw, neg) = load2(kind, w.as_ptr().add(b * bb));
+            pair(kind, wv, dw, mw, neg, x, b, &mut acc, &mut corr);
+            b += 2;
+        }
+        let tail = if b < nb { super::scalar_block(kind, &w[b * bb..(b + 1) * bb], x, b) } else { 0.0 };
+        _mm512_reduce_add_ps(acc) + corr + tail
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma,avx2")]
+    pub unsafe fn dot4(kind: QKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
+        let bb = kind.block_bytes();
+        let nb = xs[0].blocks();
+        let mut acc = [_mm512_setzero_ps(); 4];
+        let mut corr = [0f32; 4];
+        let mut b = 0;
+        while b + 2 <= nb {
+            let (wv, dw, mw, neg) = load2(kind, w.as_ptr().add(b * bb));
+            for r in 0..4 {
+                pair(kind, wv, dw, mw, neg, xs[r], b, &mut acc[r], &mut corr[r]);
+            }
+            b += 2;
+        }
+        let mut out = [0f32; 4];
+        for r in 0..4 {
+            let tail = if b < nb { super::scalar_block(kind, &w[b * bb..(b + 1) * bb], xs[r], b) } else { 0.0 };
+            out[r] = _mm512_reduce_add_ps(acc[r]) + corr[r] + tail;
+        }
+        out
     }
 }
 
@@ -251,8 +474,8 @@ mod neon {
             acc = vfmaq_n_f32(acc, sf, dw * dx);
             match kind {
                 QKind::Q8_0 => {}
-                QKind::Q4_0 => corr -= 8.0 * dw * dx * *x.sum.get_unchecked(b),
-                QKind::Q4_1 => corr += f16_at(hdr, 2) * dx * *x.sum.get_unchecked(b),
+                QKind::Q4_0 => corr -= 8.0 * dw * *x.ds.get_unchecked(b),
+                QKind::Q4_1 => corr += f16_at(hdr, 2) * *x.ds.get_unchecked(b),
             }
         }
         vaddvq_f32(acc) + corr
@@ -267,7 +490,12 @@ mod tests {
 
     #[test]
     fn simd_matches_scalar_and_dequantized_reference() {
-        let k = 256;
+        for k in [256, 96] {
+            check_all_paths(k);
+        }
+    }
+
+    fn check_all_paths(k: usize) {
         let w: Vec<f32> = (0..k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 13.0).collect();
         let x: Vec<f32> = (0..k).map(|i| ((i * 11 % 53) as f32 - 26.0) / 7.0).collect();
         let mut xq = Q8Row::default();
@@ -285,6 +513,28 @@ mod tests {
             let tol = 1e-3 * (1.0 + want.abs());
             assert!((s - want).abs() < tol, "{kind:?} scalar {s} vs {want}");
             assert!((f - want).abs() < tol, "{kind:?} simd {f} vs {want}");
+            for v in dot4(kind, &bytes, [&xq, &xq, &xq, &xq]) {
+                assert!((v as f64 - want).abs() < tol, "{kind:?} dot4 {v} vs {want}");
+            }
+            // Every x86 path this CPU can run, whatever `dot` picks.
+            #[cfg(target_arch = "x86_64")]
+            {
+                let mut paths: Vec<(&str, f64)> = Vec::new();
+                if has_avx2_f16c() {
+                    paths.push(("avx2", unsafe { avx2::dot(kind, &bytes, &xq) } as f64));
+                    paths.push(("avx2 x4", unsafe { avx2::dot4(kind, &bytes, [&xq, &xq, &xq, &xq]) }[3] as f64));
+                }
+                if avx2::has_vnni() {
+                    paths.push(("vnni", unsafe { avx2::dot_vnni(kind, &bytes, &xq) } as f64));
+                }
+                if avx512::available() {
+                    paths.push(("avx512", unsafe { avx512::dot(kind, &bytes, &xq) } as f64));
+                    paths.push(("avx512 x4", unsafe { avx512::dot4(kind, &bytes, [&xq, &xq, &xq, &xq]) }[2] as f64));
+                }
+                for (name, g) in paths {
+                    assert!((g - want).abs() < tol, "{kind:?} {name} {g} vs {want}");
+                }
+            }
         }
     }
 }

@@ -174,9 +174,19 @@ impl Bloom {
         cache.push_mask(mask)?;
         #[cfg(feature = "cuda")]
         if self.can_fuse(cache, t) {
-            let kpos = self.key_positions(&cache.key_masks())?;
+            let masks = cache.key_masks();
+            let kpos = Tensor::from_vec(key_positions(&masks), (masks.len(), masks[0].len()), &Device::Cpu)?
+                .to_device(&self.device)?;
             for (i, block) in self.blocks.iter().enumerate() {
                 x = self.block_forward_fused(block, i, &x, &kpos, cache)?;
+            }
+            cache.advance(t);
+            return self.head(&x, t, logits);
+        }
+        if self.device.is_cpu() && cache.shared_len() == 0 && self.dtype == DType::F32 {
+            let kpos = key_positions(&cache.key_masks());
+            for (i, block) in self.blocks.iter().enumerate() {
+                x = self.block_forward_cpu(block, i, &x, &kpos, cache)?;
             }
             cache.advance(t);
             return self.head(&x, t, logits);
@@ -243,6 +253,38 @@ impl Bloom {
         blk.ffn_down.forward(&up)? + attn
     }
 
+    /// One block on the CPU: the QKV output feeds the cache and the attention kernel in
+    /// place (no split, transpose or cache copies), then the MLP.
+    fn block_forward_cpu(&self, blk: &Block, layer: usize, x: &Tensor, kpos: &[f32], cache: &mut KvCache) -> Result<Tensor> {
+        use super::cpu_attention::{AppendKv, Attention};
+        use crate::kernels::attention::AttnShape;
+        let (b, t, _) = x.dims3()?;
+        let normed = blk.attn_norm.forward(x)?;
+        let qkv = blk.qkv.forward(&normed)?;
+        let shape = AttnShape {
+            batch: b,
+            t,
+            heads: self.cfg.n_head,
+            head_dim: self.cfg.head_dim(),
+            cap: cache.capacity(),
+            past: cache.own_len(),
+        };
+        let (kc, vc) = cache.layer(layer);
+        kc.inplace_op2(&qkv, &AppendKv { shape, part: 1 })?;
+        vc.inplace_op2(&qkv, &AppendKv { shape, part: 2 })?;
+        let attn = Attention {
+            shape,
+            kpos: kpos.to_vec(),
+            slopes: self.alibi_slopes.clone(),
+            scale: 1.0 / (self.cfg.head_dim() as f32).sqrt(),
+        };
+        let ctx = qkv.apply_op3_no_bwd(kc, vc, &attn)?;
+        let h1 = (blk.attn_out.forward(&ctx)? + x)?;
+        let normed = blk.ffn_norm.forward(&h1)?;
+        let up = blk.ffn_up.forward(&normed)?.gelu()?;
+        blk.ffn_down.forward(&up)? + h1
+    }
+
     /// The fused CUDA path applies to f16 activations on a GPU, without a shared prefix,
     /// while the scores of one query fit the kernel's shared memory.
     #[cfg(feature = "cuda")]
@@ -254,24 +296,6 @@ impl Bloom {
             && cache.len() + t + self.cfg.head_dim() + 32 <= 12 * 1024
     }
 
-    /// Per row, each key's ALiBi position, or -1 for padding: `[batch, total]` f32.
-    #[cfg(feature = "cuda")]
-    fn key_positions(&self, masks: &[Vec<u8>]) -> Result<Tensor> {
-        let total = masks.first().map_or(0, Vec::len);
-        let mut kpos = Vec::with_capacity(masks.len() * total);
-        for m in masks {
-            let mut count = 0f32;
-            for &bit in m {
-                if bit != 0 {
-                    kpos.push(count);
-                    count += 1.0;
-                } else {
-                    kpos.push(-1.0);
-                }
-            }
-        }
-        Tensor::from_vec(kpos, (masks.len(), total), &Device::Cpu)?.to_device(&self.device)
-    }
 
     /// One block with the fused kernels: LayerNorm, QKV matmul, K/V appended to the cache
     /// (bias added), attention, output matmul + bias + residual, LayerNorm, up matmul +
@@ -345,6 +369,24 @@ fn rows_times_shared(x: &Tensor, shared: &Tensor) -> Result<Tensor> {
     let x = x.transpose(0, 1)?.contiguous()?.reshape((nh, b * t, n))?;
     let y = x.matmul(&shared.squeeze(0)?.to_dtype(x.dtype())?)?;
     y.reshape((nh, b, t, m))?.transpose(0, 1)?.contiguous()
+}
+
+/// Per row, each key's ALiBi position (`(cumsum(mask) - 1) * mask`, as transformers), or -1
+/// for padding: `[batch, total]`, flattened.
+fn key_positions(masks: &[Vec<u8>]) -> Vec<f32> {
+    let mut kpos = Vec::with_capacity(masks.iter().map(Vec::len).sum());
+    for m in masks {
+        let mut count = 0f32;
+        for &bit in m {
+            if bit != 0 {
+                kpos.push(count);
+                count += 1.0;
+            } else {
+                kpos.push(-1.0);
+            }
+        }
+    }
+    kpos
 }
 
 /// Added to masked scores: far below any real score, yet finite so that a row with every key

@@ -4,6 +4,7 @@ pub mod bloom;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod config;
+mod cpu_attention;
 pub mod kv_cache;
 pub mod layers;
 pub mod weights;
