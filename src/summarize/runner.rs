@@ -19,22 +19,29 @@ use std::time::Duration;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 /// The runner's settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunnerConfig {
     pub queue_capacity: usize,
     pub max_batch: usize,
     pub tick: Duration,
+    /// A prompt joins a running batch only while the batch's KV span (positions, left
+    /// padding included) stays within this multiple of what the prompt needs alone (prompt +
+    /// new tokens). Otherwise it waits for the batch to drain: without this bound, a batch
+    /// that keeps receiving prompts never shrinks, and its cache (memory, and time per step)
+    /// grows to the whole context.
+    pub max_padding_ratio: f64,
 }
 
 impl Default for RunnerConfig {
     fn default() -> Self {
-        RunnerConfig { queue_capacity: 8, max_batch: 8, tick: Duration::from_millis(50) }
+        RunnerConfig { queue_capacity: 8, max_batch: 8, tick: Duration::from_millis(50), max_padding_ratio: 2.0 }
     }
 }
 
 impl RunnerConfig {
-    /// Reads `queue_capacity`, `tick_ms` and the buckets' largest `batch` from a
-    /// `[scheduler]` table; other keys belong to the scheduler and are not read here.
+    /// Reads `queue_capacity`, `tick_ms`, `max_padding_ratio` and the buckets' largest
+    /// `batch` from a `[scheduler]` table; other keys belong to the scheduler and are not read
+    /// here.
     pub fn from_scheduler_table(table: &toml::Table) -> Result<Self, String> {
         let mut cfg = RunnerConfig::default();
         let positive = |key: &str, v: &toml::Value| -> Result<usize, String> {
@@ -48,6 +55,12 @@ impl RunnerConfig {
         }
         if let Some(v) = table.get("tick_ms") {
             cfg.tick = Duration::from_millis(positive("tick_ms", v)? as u64);
+        }
+        if let Some(v) = table.get("max_padding_ratio") {
+            match v.as_float().or_else(|| v.as_integer().map(|i| i as f64)) {
+                Some(r) if r >= 1.0 => cfg.max_padding_ratio = r,
+                _ => return Err(format!("[scheduler] max_padding_ratio must be a number >= 1, not {v}")),
+            }
         }
         if let Some(v) = table.get("buckets") {
             let buckets = v.as_array().ok_or("[scheduler] buckets must be an array of tables")?;
@@ -109,7 +122,7 @@ impl EngineRunner {
             let (engine, shared) = (engine.clone(), shared.clone());
             std::thread::Builder::new()
                 .name("seqgpt-engine".into())
-                .spawn(move || EngineLoop { engine, shared, config, on_tick, live: HashMap::new() }.run(rx))?
+                .spawn(move || EngineLoop { engine, shared, config, on_tick, live: HashMap::new(), span: 0 }.run(rx))?
         };
         Ok(EngineRunner {
             tx: Mutex::new(Some(tx)),
@@ -201,6 +214,8 @@ struct EngineLoop {
     config: RunnerConfig,
     on_tick: Option<Box<dyn FnMut() + Send>>,
     live: HashMap<u64, Live>,
+    /// Positions in the batch's KV cache (left padding included); 0 when it is empty.
+    span: usize,
 }
 
 impl EngineLoop {
@@ -212,14 +227,17 @@ impl EngineLoop {
 
     fn run(mut self, rx: Receiver<Request>) {
         let mut batch = Batch::new();
+        // A request taken from the queue that did not fit the running batch: it goes first
+        // once the batch drains (and still counts as queued).
+        let mut held: Option<Request> = None;
         loop {
             if self.shared.shutdown.load(Ordering::SeqCst) {
                 break;
             }
-            let mut new = Vec::new();
-            if batch.is_empty() {
+            if batch.is_empty() && held.is_none() {
+                self.span = 0;
                 match rx.recv_timeout(self.config.tick) {
-                    Ok(r) => new.push(r),
+                    Ok(r) => held = Some(r),
                     Err(RecvTimeoutError::Timeout) => {
                         self.tick();
                         continue;
@@ -227,13 +245,28 @@ impl EngineLoop {
                     Err(RecvTimeoutError::Disconnected) => break,
                 }
             }
+            let mut new: Vec<Request> = Vec::new();
             while batch.len() + new.len() < self.config.max_batch {
-                match rx.try_recv() {
-                    Ok(r) => new.push(r),
-                    Err(_) => break,
+                let r = match held.take() {
+                    Some(r) => r,
+                    None => match rx.try_recv() {
+                        Ok(r) => r,
+                        Err(_) => break,
+                    },
+                };
+                if r.abandoned() {
+                    self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+                    let _ = r.events.send(GenEvent::Failed(GenError::Cancelled));
+                    continue;
+                }
+                if self.fits(&batch, &new, &r) {
+                    self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+                    new.push(r);
+                } else {
+                    held = Some(r);
+                    break;
                 }
             }
-            self.shared.queued.fetch_sub(new.len(), Ordering::SeqCst);
             if !new.is_empty() {
                 self.admit(&mut batch, new);
                 self.tick();
@@ -247,10 +280,34 @@ impl EngineLoop {
         for (_, l) in self.live.drain() {
             let _ = l.req.events.send(GenEvent::Failed(GenError::ShuttingDown));
         }
-        while let Ok(r) = rx.try_recv() {
+        for r in held.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
             self.shared.queued.fetch_sub(1, Ordering::SeqCst);
             let _ = r.events.send(GenEvent::Failed(GenError::ShuttingDown));
         }
+    }
+
+    /// Whether `r` may join `batch` (and the prompts `new` joining with it) now.
+    fn fits(&self, batch: &Batch, new: &[Request], r: &Request) -> bool {
+        if r.config.num_beams > 1 {
+            // Beam search runs alone between steps: it never pads the batch.
+            return true;
+        }
+        let group: Vec<(usize, usize)> =
+            new.iter().filter(|q| q.config.num_beams <= 1).map(|q| (q.prompt.len(), q.config.max_new_tokens)).collect();
+        let remaining = batch
+            .sequences()
+            .iter()
+            .map(|s| s.config.max_new_tokens.saturating_sub(s.generated.len()))
+            .max()
+            .unwrap_or(0);
+        join_fits(
+            if batch.is_empty() { None } else { Some(self.span) },
+            remaining,
+            &group,
+            (r.prompt.len(), r.config.max_new_tokens),
+            self.config.max_padding_ratio,
+            self.engine.model.cfg.context_length,
+        )
     }
 
     fn admit(&mut self, batch: &mut Batch, new: Vec<Request>) {
@@ -288,8 +345,12 @@ impl EngineLoop {
         if seqs.is_empty() {
             return;
         }
+        let longest = ids.iter().filter_map(|id| self.live.get(id)).map(|l| l.req.prompt.len()).max().unwrap_or(0);
+        let was_empty = batch.is_empty();
         match batch.admit(&self.engine.model, &self.engine.tokenizer, seqs) {
             Ok(done) => {
+                // New rows are left-padded to the batch's length (or it to theirs).
+                self.span = if was_empty { longest } else { self.span.max(longest) };
                 self.stream(batch);
                 self.finish(done);
             }
@@ -307,6 +368,7 @@ impl EngineLoop {
     fn step(&mut self, batch: &mut Batch) {
         match batch.step(&self.engine.model, &self.engine.tokenizer) {
             Ok(done) => {
+                self.span += 1;
                 self.stream(batch);
                 self.finish(done);
             }
@@ -362,6 +424,31 @@ impl EngineLoop {
     }
 }
 
+/// The join rule. `span`: positions of the running batch (`None`: no batch); `remaining`:
+/// the most new tokens a running row may still generate; `group`: (prompt, new tokens) of the
+/// prompts already joining; `candidate`: the prompt asking to join. Every prompt of the
+/// resulting group must stay within `ratio` times its own need, and the batch within the
+/// context.
+fn join_fits(
+    span: Option<usize>,
+    remaining: usize,
+    group: &[(usize, usize)],
+    candidate: (usize, usize),
+    ratio: f64,
+    context: usize,
+) -> bool {
+    if span.is_none() && group.is_empty() {
+        return true;
+    }
+    let longest = group.iter().map(|g| g.0).chain([candidate.0]).max().unwrap_or(0);
+    let start = span.map_or(longest, |s| s.max(longest));
+    let max_new = group.iter().map(|g| g.1).chain([candidate.1, remaining]).max().unwrap_or(0);
+    if start + max_new > context {
+        return false;
+    }
+    group.iter().chain([&candidate]).all(|&(p, m)| (start + m) as f64 <= ratio * (p + m) as f64)
+}
+
 fn output(g: Generated) -> GenOutput {
     GenOutput { prompt_tokens: g.prompt_tokens, generated_tokens: g.ids.len(), text: g.text }
 }
@@ -377,9 +464,27 @@ mod tests {
         )
         .unwrap();
         let c = RunnerConfig::from_scheduler_table(&t).unwrap();
-        assert_eq!(c, RunnerConfig { queue_capacity: 3, max_batch: 8, tick: Duration::from_millis(20) });
+        assert_eq!(c, RunnerConfig { queue_capacity: 3, max_batch: 8, tick: Duration::from_millis(20), max_padding_ratio: 2.0 });
         assert_eq!(RunnerConfig::from_scheduler_table(&toml::Table::new()).unwrap(), RunnerConfig::default());
         let bad: toml::Table = toml::from_str("queue_capacity = 0").unwrap();
         assert!(RunnerConfig::from_scheduler_table(&bad).is_err());
+        let t: toml::Table = toml::from_str("max_padding_ratio = 1.5").unwrap();
+        assert_eq!(RunnerConfig::from_scheduler_table(&t).unwrap().max_padding_ratio, 1.5);
+        let bad: toml::Table = toml::from_str("max_padding_ratio = 0.5").unwrap();
+        assert!(RunnerConfig::from_scheduler_table(&bad).is_err());
+    }
+
+    #[test]
+    fn joins_keep_the_kv_span_bounded() {
+        // An empty batch takes anything.
+        assert!(join_fits(None, 0, &[], (1500, 64), 2.0, 2048));
+        // A short prompt joins a young batch...
+        assert!(join_fits(Some(120), 30, &[], (100, 32), 2.0, 2048));
+        // ...but not one whose span is far past what it needs.
+        assert!(!join_fits(Some(400), 30, &[], (100, 32), 2.0, 2048));
+        // A long prompt would pad the short ones joining with it.
+        assert!(!join_fits(None, 0, &[(50, 32)], (600, 32), 2.0, 2048));
+        // Never past the context.
+        assert!(!join_fits(Some(1900), 100, &[], (1900, 200), 2.0, 2048));
     }
 }
