@@ -426,7 +426,7 @@ async fn emit_updates(core: Arc<Core>, job: Arc<JobShared>, emitter: SignalEmitt
                         }
                     }
                 }
-                let _ = JobObject::partial(&emitter, index, &text).await;
+                let _ = JobObject::partial(&emitter, index, &dbus_string(&text)).await;
             }
             Update::End(result) => {
                 publish_end(&core, &job, &emitter, result).await;
@@ -483,7 +483,7 @@ async fn publish_end(core: &Core, job: &JobShared, emitter: &SignalEmitter<'_>, 
         v.state = state;
         match &result {
             Ok(s) => {
-                v.summary = s.text.clone();
+                v.summary = dbus_string(&s.text).into_owned();
                 v.method = s.method.as_str().to_string();
                 v.stats = stats_dict(s.method, &s.stats);
                 v.progress = (v.progress.1.max(v.progress.0), v.progress.1.max(v.progress.0));
@@ -507,13 +507,23 @@ async fn publish_end(core: &Core, job: &JobShared, emitter: &SignalEmitter<'_>, 
     let _ = zbus::fdo::Properties::properties_changed(emitter, interface_name(), changed, std::borrow::Cow::Borrowed(invalidated)).await;
     match &result {
         Ok(s) => {
-            let _ = JobObject::finished(emitter, &s.text, stats_dict(s.method, &s.stats)).await;
+            let _ = JobObject::finished(emitter, &dbus_string(&s.text), stats_dict(s.method, &s.stats)).await;
         }
         Err(e) => {
             let _ = JobObject::failed(emitter, e.name(), &e.message).await;
         }
     }
     job.done.send_replace(true);
+}
+
+/// `text` as a D-Bus string may be: without NUL characters (a message with one is invalid,
+/// and the bus would disconnect the daemon for sending it). Model output can contain any byte.
+pub fn dbus_string(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
 }
 
 /// A summary's stats as the `a{sv}` of the Finished signal.
@@ -535,13 +545,28 @@ pub fn stats_dict(method: Method, s: &SummaryStats) -> HashMap<String, OwnedValu
     put("generated_tokens", Value::from(s.generated_tokens));
     put("edge_lines_removed", Value::from(s.edge_lines_removed));
     put("dehyphenated", Value::from(s.dehyphenated));
-    put("model", Value::from(s.model.as_str()));
+    put("model", Value::from(dbus_string(&s.model).as_ref()));
     put("template", Value::from(s.template.as_str()));
     put("fallback", Value::from(s.fallback.as_str()));
     put("condensed_to_sentences", Value::from(s.condensed_to_sentences));
     put("extract_ms", Value::from(s.extract_ms));
     put("elapsed_ms", Value::from(s.elapsed_ms));
     put("cached", Value::from(s.cached));
-    put("warnings", Value::from(s.warnings.clone()));
+    put("warnings", Value::from(s.warnings.iter().map(|w| dbus_string(w).into_owned()).collect::<Vec<_>>()));
     d
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_for_the_bus_have_no_nul() {
+        assert_eq!(dbus_string("a\0b"), "a\u{FFFD}b");
+        assert!(matches!(dbus_string("plain"), std::borrow::Cow::Borrowed("plain")));
+        let mut stats = SummaryStats::default();
+        stats.warnings.push("x\0".into());
+        let d = stats_dict(Method::Model, &stats);
+        assert_eq!(d.len(), 19);
+    }
 }

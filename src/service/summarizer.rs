@@ -2,7 +2,7 @@
 
 use super::core::{BusKind, Core};
 use super::errors::{ErrorKind, ServiceError};
-use super::jobs::{self, Source};
+use super::jobs::{self, dbus_string, Source};
 use super::options;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -92,7 +92,8 @@ impl Summarizer {
     ) -> Result<(Vec<String>, String), ServiceError> {
         self.check_text(&text)?;
         let pipeline = self.core.pipeline.clone();
-        self.model_call(&hdr, async move { pipeline.classify(&text, &labels).await }).await
+        let (labels, raw) = self.model_call(&hdr, async move { pipeline.classify(&text, &labels).await }).await?;
+        Ok((labels, dbus_string(&raw).into_owned()))
     }
 
     /// SeqGPT extraction: the spans of `text` of each kind in `kinds` (e.g. "person",
@@ -107,7 +108,8 @@ impl Summarizer {
         self.check_text(&text)?;
         let pipeline = self.core.pipeline.clone();
         let (spans, raw) = self.model_call(&hdr, async move { pipeline.extract(&text, &kinds).await }).await?;
-        Ok((spans.into_iter().collect(), raw))
+        let spans = spans.into_iter().map(|(k, v)| (k, v.iter().map(|s| dbus_string(s).into_owned()).collect())).collect();
+        Ok((spans, dbus_string(&raw).into_owned()))
     }
 
     /// The daemon's version.
@@ -119,7 +121,7 @@ impl Summarizer {
     /// The loaded model's name (general.name), or "" when summaries are extractive only.
     #[zbus(property(emits_changed_signal = "const"))]
     fn model(&self) -> String {
-        self.core.pipeline.model().map_or(String::new(), |m| m.generator.info().name.clone())
+        self.core.pipeline.model().map_or(String::new(), |m| dbus_string(&m.generator.info().name).into_owned())
     }
 
     /// Where the model runs: cpu or cuda:N ("cpu" for the extractive summarizer).

@@ -272,7 +272,7 @@ impl Pipeline {
         match t.kind {
             TemplateKind::Extract => Ok(select_quoted(&paragraphs, &chunks, &answers, opts, stats)),
             TemplateKind::Instruction => {
-                let mut partials: Vec<String> = answers.into_iter().map(|a| a.trim().to_string()).filter(|a| !a.is_empty()).collect();
+                let mut partials: Vec<String> = answers.iter().map(|a| clean_generated(a)).filter(|a| !a.is_empty()).collect();
                 if partials.is_empty() {
                     return Ok(ModelOutcome::Unusable("the model answered with empty text".into()));
                 }
@@ -291,7 +291,7 @@ impl Pipeline {
                     obs.progress(Stage::Reduce, 0, reduce.len() as u32);
                     let out = self.run_prompts(gen, &reduce, &config, index, Stage::Reduce, stats, obs).await?;
                     index += reduce.len() as u32;
-                    partials = out.into_iter().map(|a| a.trim().to_string()).filter(|a| !a.is_empty()).collect();
+                    partials = out.iter().map(|a| clean_generated(a)).filter(|a| !a.is_empty()).collect();
                     if partials.is_empty() {
                         return Ok(ModelOutcome::Unusable("the model's reduce step answered with empty text".into()));
                     }
@@ -554,6 +554,12 @@ fn group_partials(partials: &[String], budget: usize, count: &dyn Fn(&str) -> us
         }
     }
     groups
+}
+
+/// Generated text as a summary: control characters (which byte-level tokens can produce)
+/// dropped, except line breaks and tabs; trimmed.
+fn clean_generated(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control() || matches!(c, '\n' | '\t')).collect::<String>().trim().to_string()
 }
 
 fn numbered(parts: &[String]) -> String {
