@@ -65,8 +65,9 @@ impl Bus {
             .arg(format!("--config-file={}", config.display()))
             .args(["--nofork", "--nopidfile", "--print-address=1"])
             .stdout(Stdio::piped())
-            // Its only complaint in containers is that it cannot raise its fd limit.
-            .stderr(Stdio::null())
+            // Its only complaint in containers is that it cannot raise its fd limit; set
+            // SEQGPT_TEST_BUS_LOG to see its warnings (limits hit, clients dropped).
+            .stderr(if std::env::var_os("SEQGPT_TEST_BUS_LOG").is_some() { Stdio::inherit() } else { Stdio::null() })
             .spawn()
             .expect("start dbus-daemon");
         // It prints its address once it listens.
@@ -177,9 +178,15 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        match self.child.try_wait() {
+            Ok(None) => {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+            }
+            // Died on its own: its log is the diagnosis.
+            Ok(Some(status)) if !status.success() && !std::thread::panicking() => {}
+            Ok(Some(status)) if !status.success() => eprintln!("seqgptd exited with {status}; its log:\n{}", self.log()),
+            _ => {}
         }
     }
 }
