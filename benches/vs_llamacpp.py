@@ -93,6 +93,8 @@ def main():
     ap.add_argument("--seqgpt", default=str(ROOT / "target/release/seqgpt"))
     ap.add_argument("--quantize", default=str(ROOT / "target/release/seqgpt-quantize"))
     ap.add_argument("--out", default=str(ROOT / "benches/results"))
+    ap.add_argument("--hf-python", default=os.environ.get("HF_PYTHON"),
+                    help="a python with torch + transformers: also compare with transformers fp32 on the CPU")
     a = ap.parse_args()
     llama = Path(a.llama_dir) / "bin"
     if not (llama / "llama-bench").exists():
@@ -130,10 +132,22 @@ def main():
                      "seqgpt_prefill512": s["prefill"], "seqgpt_decode": s["decode"],
                      "prefill_ratio": s["prefill"] / l["pp512"], "decode_ratio": s["decode"] / l["tg64"],
                      "seqgpt_b1_p128": s["b1"], "seqgpt_b8_p128": s["b8"], "b8_over_b1": s["b8"] / s["b1"], **extra[t]})
+    hf = None
+    if a.hf_python:
+        # Same shape, same lengths (prompt 128, 32 new tokens), transformers fp32 on the CPU.
+        r = json.loads(sh([a.hf_python, str(ROOT / "tests/gpu/hf_bench.py"), "--from", str(CACHE / "bloom-560m-random"),
+                           "--device", "cpu", "--dtype", "fp32", "--threads", str(a.threads), "--batch", "1",
+                           "--prompt-tokens", "128", "--gen-tokens", "32", "--repeat", "1"]))["runs"][0]
+        hf = {"prefill_tok_s": 128 / r["prefill_s"], "decode_tok_s": r["decode_tok_s"], "ours": {}}
+        for t in types:
+            o = seqgpt_bench(a.seqgpt, files[t], a.threads, 128, 32, "1")["runs"][0]
+            hf["ours"][t] = {"prefill_ratio": o["prefill_tok_s"] / hf["prefill_tok_s"],
+                             "decode_ratio": o["decode_tok_s"] / hf["decode_tok_s"]}
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(), "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]), "rows": rows}
+            "cpus": os.cpu_count(), "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]), "rows": rows,
+            "transformers_fp32_cpu": hf}
     (out / "results.json").write_text(json.dumps(meta, indent=1))
     lines = ["| file | llama.cpp pp512 | seqgpt prefill 512 | ratio | llama.cpp tg64 | seqgpt decode | ratio | b8/b1 | open s | RSS after open / file |",
              "|---|---|---|---|---|---|---|---|---|---|"]
@@ -141,6 +155,11 @@ def main():
         lines.append(f"| {r['type']} | {r['llama_pp512']:.1f} | {r['seqgpt_prefill512']:.1f} | {r['prefill_ratio']:.2f}x | "
                      f"{r['llama_tg64']:.1f} | {r['seqgpt_decode']:.1f} | {r['decode_ratio']:.2f}x | {r['b8_over_b1']:.2f}x | "
                      f"{r['open_s']:.3f} | {r['rss_after_open_bytes']/1e6:.0f} MB / {r['file_bytes']/1e6:.0f} MB |")
+    if hf:
+        lines += ["", f"transformers fp32 on the CPU ({a.threads} threads, prompt 128, 32 tokens): "
+                      f"prefill {hf['prefill_tok_s']:.1f} tok/s, decode {hf['decode_tok_s']:.2f} tok/s", "",
+                  "| file | seqgpt / transformers prefill | seqgpt / transformers decode |", "|---|---|---|"]
+        lines += [f"| {t} | {v['prefill_ratio']:.2f}x | {v['decode_ratio']:.2f}x |" for t, v in hf["ours"].items()]
     (out / "results.md").write_text("\n".join(lines) + "\n")
     chart(rows, out / "chart.svg")
     print("\n".join(lines))

@@ -48,6 +48,11 @@ fn tile_rows(cols: usize) -> usize {
     (16 * 1024 / cols.max(1)).clamp(4, 64)
 }
 
+/// Rows per task when decoding: about 8 tasks per worker thread, at least 16 rows.
+fn decode_tile(rows: usize) -> usize {
+    (rows / (8 * rayon::current_num_threads().max(1))).max(16)
+}
+
 struct OutPtr(*mut f32);
 // SAFETY: tasks write disjoint columns of the output (see matmul_t).
 unsafe impl Send for OutPtr {}
@@ -132,21 +137,18 @@ pub fn matmul_t(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]>, ou
 fn matmul_t_f16_rows(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]>, out: &mut [f32]) {
     let (n, k) = (w.rows, w.cols);
     let rb = w.row_bytes();
-    let tile = 16;
+    let tile = decode_tile(n);
     let out_ptr = OutPtr(out.as_mut_ptr());
     (0..n.div_ceil(tile)).into_par_iter().for_each(|t| {
         let r0 = t * tile;
         let count = tile.min(n - r0);
         let wt = w.rows_bytes(r0, count);
-        let mut acc = [0f32; 16];
         for i in 0..m {
             let xi = &x[i * k..(i + 1) * k];
-            for (r, a) in acc[..count].iter_mut().enumerate() {
-                *a = super::dot::dot_f16(&wt[r * rb..(r + 1) * rb], xi) + bias.map_or(0.0, |b| b[r0 + r]);
-            }
-            // SAFETY: this tile owns columns r0..r0+count.
-            unsafe {
-                std::ptr::copy_nonoverlapping(acc.as_ptr(), out_ptr.get().add(i * n + r0), count);
+            for r in 0..count {
+                let v = super::dot::dot_f16(&wt[r * rb..(r + 1) * rb], xi) + bias.map_or(0.0, |b| b[r0 + r]);
+                // SAFETY: this tile owns columns r0..r0+count of every output row.
+                unsafe { *out_ptr.get().add(i * n + r0 + r) = v };
             }
         }
     });
@@ -168,9 +170,11 @@ fn matmul_t_int(x: &[f32], m: usize, w: WeightView<'_>, kind: QKind, bias: Optio
         }
         let rows: &[Q8Row] = rows;
         let rb = w.row_bytes();
-        // Small tiles at decode (m = 1) spread a matrix over all cores; larger ones at
-        // prefill keep a tile in L1/L2 while every input row passes over it.
-        let tile = if m == 1 { 16 } else { (32 * 1024 / rb.max(1)).clamp(4, 64) };
+        // Decoding (few rows): about 8 tasks per thread, enough for work stealing to even
+        // out, few enough that scheduling costs nothing next to the rows (the 250880-row
+        // head would otherwise be 15000 tasks). Prefill: a tile stays in L1/L2 while every
+        // input row passes over it.
+        let tile = if m < 4 { decode_tile(n) } else { (32 * 1024 / rb.max(1)).clamp(4, 64) };
         let n_tiles = n.div_ceil(tile);
         let out_ptr = OutPtr(out.as_mut_ptr());
         (0..n_tiles).into_par_iter().for_each(|t| {

@@ -1,1 +1,156 @@
 //! PDF text extraction on lopdf's parser.
+//!
+//! [`extract_text`] opens a PDF (decrypting it with the empty or the given password, repairing
+//! broken cross-reference tables as far as lopdf can), runs each selected page's content
+//! streams and Form XObjects, maps the shown bytes to Unicode through the fonts, and lays the
+//! glyphs out into text in reading order. Every resource it spends is capped by [`Limits`].
+//!
+//! Modules, one concept each:
+//! - `document`: opening, encryption, damaged files, the page tree;
+//! - `limits`: the caps and the per-document decoding budget;
+//! - `lexer`: content-stream / CMap tokenizer;
+//! - `interp`: the content-stream interpreter (graphics and text state, XObjects);
+//! - `font`, `encoding`, `fontfile`: code -> width and code -> Unicode;
+//! - `cmap`, `cjk`: ToUnicode and encoding CMaps, the predefined CJK CMaps and CID tables;
+//! - `layout`: glyphs -> lines, blocks, reading order, text.
+//!
+//! See docs/PDF.md for the design, the corpus scores and the data licences.
+
+mod cjk;
+mod cmap;
+mod document;
+mod encoding;
+mod error;
+mod font;
+mod fontfile;
+mod interp;
+mod layout;
+mod lexer;
+mod limits;
+mod objects;
+
+pub use error::PdfError;
+pub use limits::Limits;
+
+use std::ops::RangeInclusive;
+
+/// What to extract.
+#[derive(Debug, Clone, Default)]
+pub struct ExtractOptions {
+    /// 1-based, inclusive page range; `None` for all pages. The end is clamped to the page
+    /// count; a range that selects no page is [`PdfError::InvalidPageRange`].
+    pub pages: Option<RangeInclusive<u32>>,
+    /// Password for encrypted files (user or owner password). The empty user password is
+    /// always tried first.
+    pub password: Option<String>,
+    pub limits: Limits,
+}
+
+/// How a page's text came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageStatus {
+    /// The page has a text layer; `text` holds it.
+    Text,
+    /// The page shows no extractable text (an image-only or blank page); `text` is empty.
+    NoTextLayer,
+    /// The page's content is missing from the file (truncated or damaged); `text` is empty.
+    Unreadable,
+}
+
+/// The text of one page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageText {
+    /// 1-based page number.
+    pub number: u32,
+    /// UTF-8 text in reading order: lines end with '\n', blocks (paragraphs) are separated by
+    /// an empty line.
+    pub text: String,
+    pub status: PageStatus,
+}
+
+/// The extracted text of a document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractedDocument {
+    /// Pages in the document (not only the selected ones).
+    pub page_count: u32,
+    /// The selected pages, in order.
+    pub pages: Vec<PageText>,
+    /// Repairs made to a damaged file, one line each (empty for a sound file).
+    pub warnings: Vec<String>,
+}
+
+impl ExtractedDocument {
+    /// Numbers of the selected pages without a text layer (image-only or blank).
+    pub fn pages_without_text(&self) -> Vec<u32> {
+        self.pages.iter().filter(|p| p.status == PageStatus::NoTextLayer).map(|p| p.number).collect()
+    }
+
+    /// Numbers of the selected pages whose content is missing from the file.
+    pub fn unreadable_pages(&self) -> Vec<u32> {
+        self.pages.iter().filter(|p| p.status == PageStatus::Unreadable).map(|p| p.number).collect()
+    }
+}
+
+/// Extract the text of a PDF held in memory.
+pub fn extract_text(pdf_bytes: &[u8], opts: &ExtractOptions) -> Result<ExtractedDocument, PdfError> {
+    let limits = &opts.limits;
+    let (doc, mut warnings) = document::open(pdf_bytes, opts.password.as_deref(), limits)?;
+    let pages = document::pages(&doc, limits, &mut warnings)?;
+    if pages.is_empty() {
+        return Err(PdfError::Invalid("no pages found (truncated or damaged file?)".into()));
+    }
+    let page_count = u32::try_from(pages.len()).unwrap_or(u32::MAX);
+    let (first, last) = match &opts.pages {
+        None => (1, page_count),
+        Some(r) => {
+            let (a, b) = (*r.start(), *r.end());
+            if a == 0 || a > b || a > page_count {
+                return Err(PdfError::InvalidPageRange(format!(
+                    "pages {a}-{b} do not select any of the document's {page_count} pages"
+                )));
+            }
+            (a, b.min(page_count))
+        }
+    };
+    let mut budget = limits::Budget::new(limits);
+    let mut cache = interp::DocCache::default();
+    let mut out = Vec::new();
+    for number in first..=last {
+        let Some(page) = pages.get((number - 1) as usize) else { break };
+        let (text, status) = match page.dict {
+            None => (String::new(), PageStatus::Unreadable),
+            Some(dict) => match document::page_content(&doc, dict, &mut budget)? {
+                None => (String::new(), PageStatus::Unreadable),
+                Some(content) => {
+                    let mut it = interp::Interp::new(&doc, &mut budget, &mut cache, limits);
+                    it.run(&content, page.resources)?;
+                    let shown = it.finish();
+                    let text = layout::layout(&shown, page.bbox);
+                    if text.trim().is_empty() {
+                        (String::new(), PageStatus::NoTextLayer)
+                    } else {
+                        (text, PageStatus::Text)
+                    }
+                }
+            },
+        };
+        out.push(PageText { number, text, status });
+    }
+    if !out.iter().any(|p| p.status == PageStatus::Text) {
+        if out.iter().all(|p| p.status == PageStatus::Unreadable) {
+            return Err(PdfError::Invalid(
+                "the content of the selected pages is missing from the file (truncated or damaged file?)".into(),
+            ));
+        }
+        return Err(PdfError::NoTextLayer);
+    }
+    let unreadable = out.iter().filter(|p| p.status == PageStatus::Unreadable).count();
+    if unreadable > 0 {
+        warnings.push(format!(
+            "damaged PDF: {unreadable} of the {} selected pages are missing from the file (truncated?)",
+            out.len()
+        ));
+    }
+    Ok(ExtractedDocument { page_count, pages: out, warnings })
+}
+

@@ -1,0 +1,528 @@
+//! Layout: turn the glyphs of a page into text in reading order.
+//!
+//! 1. Glyphs are split by writing direction and put in a frame where `p` runs along the
+//!    baseline and `s` down the page (in reading order).
+//! 2. Lines: glyphs whose baselines are close (relative to the font size) form a line; a line
+//!    is cut into segments at wide gaps (columns, table cells).
+//! 3. Within a segment a space goes where the gap between glyphs exceeds a tenth of the font
+//!    size (pdftotext's rule), except between CJK characters; glyphs drawn twice at the same
+//!    place (fake bold) count once.
+//! 4. Segments stack into blocks (paragraphs): next line below, overlapping horizontally,
+//!    similar size and spacing.
+//! 5. Blocks are ordered by Breuel's rules (above-and-overlapping, or left-of with nothing in
+//!    between), which reads columns top to bottom, left to right.
+//! 6. Output: lines joined by newlines, a hyphen at the end of a line inside a block joins the
+//!    word, a blank line between blocks.
+
+use super::interp::{Glyph, PageContent};
+
+/// A gap wider than this many font sizes starts a new segment (column, table cell).
+const SEGMENT_GAP: f32 = 1.5;
+/// A gap wider than this many font sizes is a space (pdftotext: 0.1).
+const SPACE_GAP: f32 = 0.1;
+/// Baselines closer than this many font sizes belong to one line.
+const LINE_TOL: f32 = 0.5;
+/// Most blocks ordered by the topological rules; more fall back to top-to-bottom order.
+const MAX_ORDERED_BLOCKS: usize = 400;
+/// Most blocks a new line is tried against (keeps hostile pages linear).
+const MAX_OPEN_BLOCKS: usize = 256;
+/// Most candidate table rows on a page, and neighbours each is compared with.
+const MAX_ROWS: usize = 2000;
+const ROW_NEIGHBOURS: usize = 8;
+/// Rows with more cells than this are not treated as table rows.
+const MAX_ROW_CELLS: usize = 64;
+
+#[derive(Clone, Copy)]
+struct G {
+    p0: f32,
+    p1: f32,
+    s: f32,
+    size: f32,
+    idx: usize,
+}
+
+struct Segment {
+    glyphs: Vec<G>,
+    p0: f32,
+    p1: f32,
+    s: f32,
+    size: f32,
+    /// The line (baseline cluster) the segment was cut from.
+    line: usize,
+}
+
+struct Block {
+    lines: Vec<Segment>,
+    p0: f32,
+    p1: f32,
+    top: f32,
+    bottom: f32,
+    spacing: f32,
+}
+
+fn frame(g: &Glyph) -> (f32, f32) {
+    match g.rot {
+        0 => (g.x, -g.y),
+        1 => (-g.y, -g.x),
+        2 => (-g.x, g.y),
+        _ => (g.y, g.x),
+    }
+}
+
+/// Characters of scripts written without spaces between words (Chinese, Japanese: Han, kana,
+/// CJK punctuation, full-width forms). Hangul is not one: Korean separates words by spaces.
+fn unspaced_script(c: char) -> bool {
+    matches!(c as u32,
+        0x2E80..=0x2FDF | 0x2FF0..=0x303F | 0x3040..=0x30FF | 0x3100..=0x312F | 0x3190..=0x31FF
+        | 0x3200..=0x33FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF | 0xFE30..=0xFE4F
+        | 0xFF00..=0xFF60 | 0xFFE0..=0xFFE6 | 0x20000..=0x3FFFF)
+}
+
+/// Lay out a page's glyphs. `bbox` is the visible page area (x0, y0, x1, y1) in user space;
+/// glyphs wholly outside it are dropped, as pdftotext does.
+pub(crate) fn layout(page: &PageContent, bbox: Option<[f64; 4]>) -> String {
+    let text = page.text.as_str();
+    let inside = |g: &Glyph| -> bool {
+        let Some([x0, y0, x1, y1]) = bbox else { return true };
+        let m = f64::from(g.size.abs()).max(1.0);
+        let (x, y) = (f64::from(g.x), f64::from(g.y));
+        x >= x0 - m && x <= x1 + m && y >= y0 - m && y <= y1 + m
+    };
+    let mut out = String::new();
+    let mut counts = [0usize; 4];
+    for g in &page.glyphs {
+        counts[usize::from(g.rot & 3)] += 1;
+    }
+    let mut rots: Vec<u8> = (0..4u8).filter(|&r| counts[usize::from(r)] > 0).collect();
+    rots.sort_by_key(|&r| std::cmp::Reverse(counts[usize::from(r)]));
+    for rot in rots {
+        let mut gs: Vec<G> = page
+            .glyphs
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.rot == rot && inside(g) && g.size > 0.0)
+            .map(|(idx, g)| {
+                let (p, s) = frame(g);
+                G { p0: p, p1: p + g.adv.max(0.0), s, size: g.size, idx }
+            })
+            .collect();
+        if gs.is_empty() {
+            continue;
+        }
+        let segments = lines(&mut gs, &page.glyphs, text);
+        let blocks = blocks(segments);
+        let units = row_units(&blocks);
+        let order = reading_order(&units.iter().map(|u| u.bbox).collect::<Vec<_>>());
+        for bi in order.into_iter().filter_map(|u| units.get(u)).flat_map(|u| u.blocks.iter().copied()) {
+            let Some(b) = blocks.get(bi) else { continue };
+            let mut block_text = String::new();
+            for (li, line) in b.lines.iter().enumerate() {
+                let t = line_text(line, &page.glyphs, text);
+                if t.is_empty() {
+                    continue;
+                }
+                block_text.push_str(&t);
+                let last_line = li + 1 == b.lines.len();
+                if !last_line && dehyphenate(&mut block_text) {
+                    continue;
+                }
+                block_text.push('\n');
+            }
+            if !block_text.trim().is_empty() {
+                out.push_str(&block_text);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// Remove a trailing hyphen that breaks a word across lines; true if removed.
+fn dehyphenate(s: &mut String) -> bool {
+    let mut it = s.chars().rev();
+    if it.next() != Some('-') {
+        return false;
+    }
+    if !it.next().is_some_and(char::is_alphabetic) {
+        return false;
+    }
+    s.pop();
+    true
+}
+
+/// Group glyphs into line segments.
+/// The text of a glyph.
+fn glyph_text<'t>(text: &'t str, g: &Glyph) -> &'t str {
+    text.get(g.start as usize..(g.start as usize).saturating_add(g.len as usize)).unwrap_or("")
+}
+
+fn lines(gs: &mut [G], glyphs: &[Glyph], text: &str) -> Vec<Segment> {
+    gs.sort_by(|a, b| a.s.total_cmp(&b.s).then(a.p0.total_cmp(&b.p0)));
+    let mut clusters: Vec<Vec<G>> = Vec::new();
+    let mut cur: Vec<G> = Vec::new();
+    let (mut ref_s, mut ref_size) = (0f32, 0f32);
+    for &g in gs.iter() {
+        if !cur.is_empty() && (g.s - ref_s).abs() <= LINE_TOL * g.size.max(ref_size) {
+            if g.size > ref_size {
+                ref_s = g.s;
+                ref_size = g.size;
+            }
+            cur.push(g);
+            continue;
+        }
+        if !cur.is_empty() {
+            clusters.push(std::mem::take(&mut cur));
+        }
+        ref_s = g.s;
+        ref_size = g.size;
+        cur.push(g);
+    }
+    if !cur.is_empty() {
+        clusters.push(cur);
+    }
+    let mut segments = Vec::new();
+    for (line, mut cl) in clusters.into_iter().enumerate() {
+        cl.sort_by(|a, b| a.p0.total_cmp(&b.p0).then(glyphs[a.idx].seq.cmp(&glyphs[b.idx].seq)));
+        // Drop glyphs drawn twice at (almost) the same place with the same text (fake bold,
+        // shadows).
+        let mut kept: Vec<G> = Vec::with_capacity(cl.len());
+        for g in cl {
+            let dup = kept.iter().rev().take(4).any(|k| {
+                (k.p0 - g.p0).abs() < 0.15 * g.size
+                    && (k.s - g.s).abs() < 0.15 * g.size
+                    && glyph_text(text, &glyphs[k.idx]) == glyph_text(text, &glyphs[g.idx])
+            });
+            if !dup {
+                kept.push(g);
+            }
+        }
+        let mut seg: Vec<G> = Vec::new();
+        let mut end = f32::MIN;
+        for g in kept {
+            if !seg.is_empty() && g.p0 - end > SEGMENT_GAP * g.size.max(1.0) {
+                segments.push(make_segment(std::mem::take(&mut seg), line));
+                end = f32::MIN;
+            }
+            end = end.max(g.p1);
+            seg.push(g);
+        }
+        if !seg.is_empty() {
+            segments.push(make_segment(seg, line));
+        }
+    }
+    segments
+}
+
+fn make_segment(glyphs: Vec<G>, line: usize) -> Segment {
+    let p0 = glyphs.iter().map(|g| g.p0).fold(f32::MAX, f32::min);
+    let p1 = glyphs.iter().map(|g| g.p1).fold(f32::MIN, f32::max);
+    // Baseline and size of the line: those of its largest glyph.
+    let main = glyphs.iter().max_by(|a, b| a.size.total_cmp(&b.size)).copied();
+    let (s, size) = main.map(|g| (g.s, g.size)).unwrap_or((0.0, 1.0));
+    Segment { glyphs, p0, p1: p1.max(p0), s, size, line }
+}
+
+fn line_text(seg: &Segment, glyphs: &[Glyph], text: &str) -> String {
+    let mut s = String::new();
+    let mut prev_end: Option<f32> = None;
+    let mut prev_char: Option<char> = None;
+    let mut pending_space = false;
+    for g in &seg.glyphs {
+        let t = glyph_text(text, &glyphs[g.idx]);
+        if t.trim().is_empty() {
+            // A space glyph (or one without text): a word break if it is a real space.
+            if t.contains(' ') && !s.is_empty() {
+                pending_space = true;
+            }
+            prev_end = Some(prev_end.map_or(g.p1, |e: f32| e.max(g.p1)));
+            continue;
+        }
+        let first = t.chars().next();
+        if let (Some(end), Some(pc), Some(fc)) = (prev_end, prev_char, first) {
+            let gap = g.p0 - end;
+            let wide = gap > SPACE_GAP * g.size;
+            let cjk_pair = unspaced_script(pc) && unspaced_script(fc);
+            let space = if cjk_pair { gap > g.size } else { wide || pending_space };
+            if space && !s.ends_with(' ') {
+                s.push(' ');
+            }
+        }
+        pending_space = false;
+        s.push_str(t);
+        prev_char = t.chars().next_back();
+        prev_end = Some(g.p1.max(g.p0));
+    }
+    let trimmed = s.trim_end();
+    trimmed.trim_start().to_string()
+}
+
+/// Stack segments into blocks.
+fn blocks(mut segs: Vec<Segment>) -> Vec<Block> {
+    segs.sort_by(|a, b| a.s.total_cmp(&b.s).then(a.p0.total_cmp(&b.p0)));
+    let max_size = segs.iter().map(|s| s.size).fold(0.0f32, f32::max);
+    let mut blocks: Vec<Block> = Vec::new();
+    // Blocks that may still take a line: the most recent ones whose last line is near enough.
+    let mut open: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
+    for seg in segs {
+        open.retain(|&i| blocks[i].lines.last().is_some_and(|l| seg.s - l.s <= 1.6 * max_size));
+        let mut best: Option<usize> = None;
+        for &i in &open {
+            let b = &blocks[i];
+            let Some(last) = b.lines.last() else { continue };
+            let dy = seg.s - last.s;
+            let size = seg.size.max(last.size);
+            if dy <= 0.3 * size || dy > 1.6 * size {
+                continue;
+            }
+            if !(seg.size <= last.size * 1.35 && last.size <= seg.size * 1.35) {
+                continue;
+            }
+            if b.lines.len() >= 2 && dy > b.spacing * 1.35 + 0.1 * size {
+                continue;
+            }
+            let overlap = seg.p1.min(b.p1) - seg.p0.max(b.p0);
+            if overlap <= 0.0 {
+                continue;
+            }
+            if best.is_none_or(|j| blocks[j].lines.last().is_some_and(|l| l.s < last.s)) {
+                best = Some(i);
+            }
+        }
+        match best {
+            Some(i) => {
+                let b = &mut blocks[i];
+                let dy = seg.s - b.lines.last().map_or(seg.s, |l| l.s);
+                b.spacing = if b.lines.len() == 1 { dy } else { b.spacing.min(dy) };
+                b.p0 = b.p0.min(seg.p0);
+                b.p1 = b.p1.max(seg.p1);
+                b.bottom = b.bottom.max(seg.s);
+                b.lines.push(seg);
+            }
+            None => {
+                if open.len() >= MAX_OPEN_BLOCKS {
+                    open.pop_front();
+                }
+                open.push_back(blocks.len());
+                blocks.push(Block {
+                    p0: seg.p0,
+                    p1: seg.p1,
+                    top: seg.s - seg.size,
+                    bottom: seg.s,
+                    spacing: 0.0,
+                    lines: vec![seg],
+                })
+            }
+        }
+    }
+    blocks
+}
+
+/// A box in the reading-order sort: (p0, p1, top, bottom).
+#[derive(Clone, Copy)]
+struct BBox {
+    p0: f32,
+    p1: f32,
+    top: f32,
+    bottom: f32,
+}
+
+/// What the reading order sorts: a multi-line block, or the one-line blocks cut from the same
+/// line (table rows, table-of-contents entries: number, title, page), which read together
+/// left to right rather than as columns.
+struct Unit {
+    blocks: Vec<usize>,
+    bbox: BBox,
+}
+
+fn row_units(blocks: &[Block]) -> Vec<Unit> {
+    use std::collections::{HashMap, HashSet};
+    // Candidate rows: one-line blocks cut from the same line.
+    let mut rows: HashMap<usize, Vec<usize>> = HashMap::new();
+    for (i, b) in blocks.iter().enumerate() {
+        if let [only] = b.lines.as_slice() {
+            rows.entry(only.line).or_default().push(i);
+        }
+    }
+    rows.retain(|_, members| (2..=MAX_ROW_CELLS).contains(&members.len()));
+    // A row is a table row only if a nearby row has at least two cells aligned with it (left or
+    // right edges): headings of different columns that happen to share a baseline are not.
+    let aligned = |a: &[usize], b: &[usize]| -> usize {
+        a.iter()
+            .filter(|&&x| {
+                let (bx, tol) = (&blocks[x], 0.5 * blocks[x].lines[0].size);
+                b.iter().any(|&y| (blocks[y].p0 - bx.p0).abs() < tol || (blocks[y].p1 - bx.p1).abs() < tol)
+            })
+            .count()
+    };
+    let mut by_pos: Vec<(f32, f32, usize, &Vec<usize>)> = rows
+        .iter()
+        .take(MAX_ROWS)
+        .map(|(line, m)| (blocks[m[0]].lines[0].s, blocks[m[0]].lines[0].size, *line, m))
+        .collect();
+    by_pos.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut table_rows: HashSet<usize> = HashSet::new();
+    for (k, &(s, size, line, members)) in by_pos.iter().enumerate() {
+        let near = by_pos[k.saturating_sub(ROW_NEIGHBOURS)..(k + 1 + ROW_NEIGHBOURS).min(by_pos.len())].iter();
+        if near.filter(|o| o.2 != line && (o.0 - s).abs() <= 4.0 * size).any(|o| aligned(members, o.3) >= 2 && aligned(o.3, members) >= 2) {
+            table_rows.insert(line);
+        }
+    }
+    let mut units: Vec<Unit> = Vec::new();
+    let mut unit_of_line: HashMap<usize, usize> = HashMap::new();
+    for (i, b) in blocks.iter().enumerate() {
+        let bbox = BBox { p0: b.p0, p1: b.p1, top: b.top, bottom: b.bottom };
+        let row = match b.lines.as_slice() {
+            [only] if table_rows.contains(&only.line) => Some(only.line),
+            _ => None,
+        };
+        if let Some(&u) = row.and_then(|l| unit_of_line.get(&l)) {
+            let unit = &mut units[u];
+            unit.blocks.push(i);
+            unit.bbox = BBox {
+                p0: unit.bbox.p0.min(bbox.p0),
+                p1: unit.bbox.p1.max(bbox.p1),
+                top: unit.bbox.top.min(bbox.top),
+                bottom: unit.bbox.bottom.max(bbox.bottom),
+            };
+            continue;
+        }
+        if let Some(l) = row {
+            unit_of_line.insert(l, units.len());
+        }
+        units.push(Unit { blocks: vec![i], bbox });
+    }
+    for u in &mut units {
+        u.blocks.sort_by(|&a, &b| blocks[a].p0.total_cmp(&blocks[b].p0));
+    }
+    units
+}
+
+/// Order boxes for reading: topological sort over Breuel's "before" relation.
+fn reading_order(blocks: &[BBox]) -> Vec<usize> {
+    let n = blocks.len();
+    let mut fallback: Vec<usize> = (0..n).collect();
+    fallback.sort_by(|&a, &b| blocks[a].top.total_cmp(&blocks[b].top).then(blocks[a].p0.total_cmp(&blocks[b].p0)));
+    if n > MAX_ORDERED_BLOCKS || n < 2 {
+        return fallback;
+    }
+    let overlaps_x = |a: &BBox, b: &BBox| a.p0.max(b.p0) < a.p1.min(b.p1);
+    let before = |a: usize, b: usize| -> bool {
+        let (ba, bb) = (&blocks[a], &blocks[b]);
+        // Rule 1: overlapping horizontally and a is above b.
+        if overlaps_x(ba, bb) {
+            return ba.top < bb.top || (ba.top == bb.top && a < b);
+        }
+        // Rule 2: a is left of b and no block between them vertically spans both.
+        if ba.p1 <= bb.p0 {
+            let (ytop, ybot) = (ba.top.min(bb.top), ba.bottom.max(bb.bottom));
+            let blocked = blocks.iter().enumerate().any(|(c, bc)| {
+                c != a
+                    && c != b
+                    && bc.top > ytop.min(ba.bottom)
+                    && bc.bottom < ybot
+                    && bc.top >= ba.bottom.min(bb.bottom)
+                    && bc.p0 < ba.p1
+                    && bc.p1 > bb.p0
+            });
+            return !blocked;
+        }
+        false
+    };
+    let mut indeg = vec![0usize; n];
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for a in 0..n {
+        for b in 0..n {
+            if a != b && before(a, b) && !before(b, a) {
+                succ[a].push(b);
+                indeg[b] += 1;
+            }
+        }
+    }
+    let mut done = vec![false; n];
+    let mut order = Vec::with_capacity(n);
+    for _ in 0..n {
+        // Among blocks with no pending predecessor, the top-most (then left-most) first; a cycle
+        // (should not happen) is broken the same way.
+        let pick = fallback.iter().copied().find(|&i| !done[i] && indeg[i] == 0).or_else(|| fallback.iter().copied().find(|&i| !done[i]));
+        let Some(i) = pick else { break };
+        done[i] = true;
+        order.push(i);
+        for &j in &succ[i] {
+            indeg[j] = indeg[j].saturating_sub(1);
+        }
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn page(items: &[(&str, f32, f32, f32)]) -> PageContent {
+        // (text, x, y, size): glyphs of width 0.5 * size per char
+        let mut p = PageContent::default();
+        for (text, x, y, size) in items {
+            let mut x = *x;
+            for ch in text.chars() {
+                let start = p.text.len() as u32;
+                p.text.push(ch);
+                let len = p.text.len() as u32 - start;
+                let seq = p.glyphs.len() as u32;
+                p.glyphs.push(Glyph { x, y: *y, adv: 0.5 * size, size: *size, rot: 0, start, len, seq });
+                x += 0.5 * size;
+            }
+        }
+        p
+    }
+
+    #[test]
+    fn words_and_lines() {
+        let p = page(&[("Hello", 72.0, 700.0, 10.0), ("world", 100.0, 700.0, 10.0), ("next", 72.0, 688.0, 10.0)]);
+        assert_eq!(layout(&p, None), "Hello world\nnext\n\n");
+    }
+
+    #[test]
+    fn two_columns() {
+        let p = page(&[
+            ("left one", 72.0, 700.0, 10.0),
+            ("right one", 300.0, 700.0, 10.0),
+            ("left two", 72.0, 688.0, 10.0),
+            ("right two", 300.0, 688.0, 10.0),
+        ]);
+        assert_eq!(layout(&p, None), "left one\nleft two\n\nright one\nright two\n\n");
+    }
+
+    #[test]
+    fn table_rows_read_across() {
+        // Contents entries: number, title, page; rows too far apart to stack into paragraphs.
+        let p = page(&[
+            ("1", 72.0, 700.0, 10.0),
+            ("Introduction", 100.0, 700.0, 10.0),
+            ("3", 500.0, 700.0, 10.0),
+            ("2", 72.0, 678.0, 10.0),
+            ("Methods", 100.0, 678.0, 10.0),
+            ("9", 500.0, 678.0, 10.0),
+        ]);
+        assert_eq!(layout(&p, None), "1\n\nIntroduction\n\n3\n\n2\n\nMethods\n\n9\n\n");
+        // Headings of two columns that share a baseline are not a table row.
+        let p = page(&[
+            ("Left head", 72.0, 700.0, 10.0),
+            ("Right head", 300.0, 700.0, 10.0),
+            ("left body one", 72.0, 680.0, 10.0),
+            ("left body two", 72.0, 668.0, 10.0),
+            ("right body", 300.0, 680.0, 10.0),
+        ]);
+        assert_eq!(layout(&p, None), "Left head\n\nleft body one\nleft body two\n\nRight head\n\nright body\n\n");
+    }
+
+    #[test]
+    fn dehyphenation_cjk_and_korean() {
+        let p = page(&[("extrac-", 72.0, 700.0, 10.0), ("tion", 72.0, 688.0, 10.0)]);
+        assert_eq!(layout(&p, None), "extraction\n\n");
+        let p = page(&[("中文", 72.0, 700.0, 10.0), ("字", 84.0, 700.0, 10.0)]);
+        assert_eq!(layout(&p, None), "中文字\n\n");
+        // Korean words keep their spaces.
+        let p = page(&[("강남", 72.0, 700.0, 10.0), ("스타일", 85.0, 700.0, 10.0)]);
+        assert_eq!(layout(&p, None), "강남 스타일\n\n");
+    }
+}
