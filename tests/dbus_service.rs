@@ -352,3 +352,116 @@ async fn sd_notify_ready_watchdog_status_stopping() {
         assert!(ready < msgs.len() - 1);
     }
 }
+
+fn sample(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pdf-samples").join(name)
+}
+
+fn failed_with(events: &[Event], name: &str) -> bool {
+    matches!(events.last(), Some(Event::Failed(n, _)) if n == name)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pdf_by_descriptor_and_by_path_with_cache() {
+    let Some(bus) = Bus::start() else { return };
+    let _daemon = Daemon::start(&bus, "", &[]);
+    let mut c = Client::connect(&bus.address).await;
+    let file = std::fs::File::open(sample("report-3pages.pdf")).unwrap();
+    let job = c.summarize_fd(&file, &opts(&[("length", Value::from("short"))])).await.unwrap();
+    let events = c.events(job.as_str(), T).await;
+    let Some(Event::Finished(summary, stats)) = events.last() else { panic!("{events:?}") };
+    assert_eq!(stat_u32(stats, "page_count"), 3);
+    assert_eq!(stat_u32(stats, "edge_lines_removed"), 6);
+    assert!(!summary.contains("Page 1 of 3"));
+    // Extraction progress comes first: pages unknown, then all done.
+    let extract: Vec<(u32, u32)> =
+        events.iter().filter_map(|e| if let Event::Progress(s, d, t) = e { (s == "extract").then_some((*d, *t)) } else { None }).collect();
+    assert_eq!(extract, vec![(0, 0), (3, 3)], "{events:?}");
+    // The daemon read from offset 0 and left the caller's file position alone.
+    use std::io::Seek;
+    assert_eq!((&file).stream_position().unwrap(), 0);
+
+    // The same document by path (session bus): a cache hit, answered at once.
+    let job = c.summarize_path(&sample("report-3pages.pdf"), &opts(&[("length", Value::from("short"))])).await.unwrap();
+    let events = c.events(job.as_str(), T).await;
+    let Some(Event::Finished(again, stats)) = events.last() else { panic!("{events:?}") };
+    assert_eq!(again, summary);
+    assert!(stat_bool(stats, "cached"));
+
+    // A page range, and Chinese.
+    let job = c.summarize_path(&sample("report-3pages.pdf"), &opts(&[("pages", Value::from("3"))])).await.unwrap();
+    let events = c.events(job.as_str(), T).await;
+    let Some(Event::Finished(_, stats)) = events.last() else { panic!("{events:?}") };
+    assert_eq!(stat_u32(stats, "pages"), 1);
+    let job = c.summarize_path(&sample("chinese.pdf"), &opts(&[])).await.unwrap();
+    let events = c.events(job.as_str(), T).await;
+    assert!(matches!(events.last(), Some(Event::Finished(s, _)) if s.contains("图书馆") || s.contains("志愿者")), "{events:?}");
+
+    // Paths must be absolute; descriptors must be regular files.
+    let e = c.summarize_path(std::path::Path::new("one-page.pdf"), &opts(&[])).await.unwrap_err();
+    assert_eq!(error_name(&e), "org.freedesktop.DBus.Error.InvalidArgs");
+    let (sock, _other) = std::os::unix::net::UnixStream::pair().unwrap();
+    let fd = zbus::zvariant::Fd::from(std::os::fd::AsFd::as_fd(&sock));
+    let e = c.call(PATH, NAME, "SummarizeFd", &(fd, opts(&[]))).await.unwrap_err();
+    assert_eq!(error_name(&e), "org.freedesktop.DBus.Error.InvalidArgs", "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_bad_pdf_fails_with_its_error_name() {
+    let Some(bus) = Bus::start() else { return };
+    let _daemon = Daemon::start(&bus, "[service]\nmax_pdf_bytes = 3000\n", &[]);
+    let mut c = Client::connect(&bus.address).await;
+    for (name, options, error) in [
+        ("invalid.pdf", opts(&[]), "org.seqgpt.Summarizer1.Error.InvalidPdf"),
+        ("encrypted.pdf", opts(&[]), "org.seqgpt.Summarizer1.Error.Encrypted"),
+        ("encrypted.pdf", opts(&[("password", Value::from("wrong"))]), "org.seqgpt.Summarizer1.Error.Encrypted"),
+        ("no-text.pdf", opts(&[]), "org.seqgpt.Summarizer1.Error.NoText"),
+        ("one-page.pdf", opts(&[("pages", Value::from("2-4"))]), "org.freedesktop.DBus.Error.InvalidArgs"),
+    ] {
+        let file = std::fs::File::open(sample(name)).unwrap();
+        let job = c.summarize_fd(&file, &options).await.unwrap();
+        let events = c.events(job.as_str(), T).await;
+        assert!(failed_with(&events, error), "{name}: {events:?}");
+        assert_eq!(c.job_string(job.as_str(), "ErrorName").await, error);
+        assert_eq!(c.job_string(job.as_str(), "State").await, "failed");
+    }
+    // The right password opens it.
+    let file = std::fs::File::open(sample("encrypted.pdf")).unwrap();
+    let job = c.summarize_fd(&file, &opts(&[("password", Value::from("secret"))])).await.unwrap();
+    assert!(matches!(c.events(job.as_str(), T).await.last(), Some(Event::Finished(..))));
+    // Over max_pdf_bytes: refused before a job exists.
+    let big = std::fs::File::open(sample("report-3pages.pdf")).unwrap();
+    let e = c.summarize_fd(&big, &opts(&[])).await.unwrap_err();
+    assert_eq!(error_name(&e), "org.seqgpt.Summarizer1.Error.TooLarge", "{e}");
+    // A memfd holding a PDF is a regular file: accepted.
+    let bytes = std::fs::read(sample("one-page.pdf")).unwrap();
+    // SAFETY: memfd_create with a static, NUL-terminated name.
+    let raw = unsafe { libc::memfd_create(c"pdf".as_ptr(), libc::MFD_CLOEXEC) };
+    assert!(raw >= 0);
+    // SAFETY: `raw` is a fresh descriptor that nothing else owns.
+    let mut memfd = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+    std::io::Write::write_all(&mut memfd, &bytes).unwrap();
+    let job = c.summarize_fd(&memfd, &opts(&[])).await.unwrap();
+    assert!(matches!(c.events(job.as_str(), T).await.last(), Some(Event::Finished(..))));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_the_system_bus_paths_are_refused() {
+    let Some(bus) = Bus::start() else { return };
+    // The daemon takes the private bus for the system bus: it decides by the bus it serves.
+    let address = bus.address.clone();
+    let _daemon = Daemon::start_with_env(&bus, "", &["--bus", "system"], &[("DBUS_SYSTEM_BUS_ADDRESS", &address)]);
+    let mut c = Client::connect(&bus.address).await;
+    let e = c.summarize_path(&sample("one-page.pdf"), &opts(&[])).await.unwrap_err();
+    assert_eq!(error_name(&e), "org.freedesktop.DBus.Error.AccessDenied", "{e}");
+    let file = std::fs::File::open(sample("one-page.pdf")).unwrap();
+    let job = c.summarize_fd(&file, &opts(&[])).await.unwrap();
+    assert!(matches!(c.events(job.as_str(), T).await.last(), Some(Event::Finished(..))));
+    // Same Unix user, another connection: allowed to read the job (busctl in another process).
+    let other = Client::connect(&bus.address).await;
+    assert_eq!(other.job_string(job.as_str(), "State").await, "done");
+    assert_eq!(String::try_from(c.property(PATH, NAME, "Stats").await.map(|v| {
+        let d: std::collections::HashMap<String, zbus::zvariant::OwnedValue> = v.try_into().unwrap();
+        d["bus"].try_clone().unwrap()
+    }).unwrap()).unwrap(), "system");
+}

@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::service::errors::ServiceError;
 use crate::service::jobs::JOBS_PATH;
 use crate::service::{connection_builder, options::parse_pages, Bus, SERVICE_NAME, SERVICE_PATH};
-use crate::summarize::pipeline::{Input, Observer, Pipeline, PipelineSettings, Stage};
+use crate::summarize::pipeline::{Input, Observer, Pipeline, Stage};
 use crate::summarize::{Language, Length, MethodChoice, Style, Summary, SummaryOptions};
 use anyhow::{bail, Context};
 use futures_util::StreamExt;
@@ -262,8 +262,7 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
         Some(m) => (Some(m.runner), Some(m.setup)),
         None => (None, None),
     };
-    let settings = PipelineSettings { max_model_chunks: cfg.summarize.max_model_chunks, ..PipelineSettings::default() };
-    let pipeline = Pipeline::new(setup, crate::service::open_cache(&cfg), settings);
+    let pipeline = Pipeline::new(setup, crate::service::open_cache(&cfg), crate::service::pipeline_settings(&cfg));
     let bytes = read_input(args)?;
     let input = if args.text {
         if opts.password.is_some() {
@@ -271,8 +270,11 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
         }
         Input::Text(text_of(bytes, args)?)
     } else {
-        drop(bytes);
-        bail!("reading PDFs needs the PDF extractor (issue 9), which this build does not include yet; pass --text for text files");
+        let max = cfg.service.max_pdf_bytes;
+        if bytes.len() as u64 > max {
+            bail!("{}: too large: {} bytes (limit {max}, [service] max_pdf_bytes)", args.file.display(), bytes.len());
+        }
+        Input::Pdf { bytes, permit: None }
     };
     let mut obs = LocalObserver { display: Display::new(), streams: HashMap::new() };
     let result = pipeline.summarize(input, &opts, &mut obs).await;

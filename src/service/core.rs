@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 use zbus::names::UniqueName;
 use zbus::Connection;
 
@@ -61,7 +61,6 @@ pub struct Core {
     pub limits: ServiceConfig,
     pub device: String,
     pub counters: Counters,
-    pub extract_permits: Arc<Semaphore>,
     table: Mutex<Table>,
     /// Unfinished jobs (and running Classify/Extract calls).
     active: watch::Sender<usize>,
@@ -81,14 +80,12 @@ pub struct Slot {
 
 impl Core {
     pub fn new(bus: BusKind, pipeline: Arc<Pipeline>, limits: ServiceConfig, device: String) -> Self {
-        let permits = limits.extract_concurrency.max(1);
         Core {
             bus,
             pipeline,
             limits,
             device,
             counters: Counters::default(),
-            extract_permits: Arc::new(Semaphore::new(permits)),
             table: Mutex::new(Table { jobs: BTreeMap::new(), per_client: HashMap::new(), finished: VecDeque::new() }),
             active: watch::channel(0).0,
             next_id: AtomicU64::new(1),

@@ -11,6 +11,7 @@
 
 use super::core::{Core, Slot};
 use super::errors::{ErrorKind, ServiceError};
+use super::input::DocumentFile;
 use crate::summarize::pipeline::{Input, Observer, Stage};
 use crate::summarize::{Method, Summary, SummaryOptions, SummaryStats};
 use std::collections::HashMap;
@@ -267,6 +268,8 @@ fn clone_dict(d: &HashMap<String, OwnedValue>) -> HashMap<String, OwnedValue> {
 /// A job's input.
 pub enum Source {
     Text(String),
+    /// A checked PDF file (descriptor or path), read in the job.
+    Pdf(DocumentFile),
 }
 
 /// What the job task tells its emitter, in order.
@@ -352,6 +355,17 @@ async fn run(core: Arc<Core>, conn: Connection, job: Arc<JobShared>, slot: Slot,
                 Source::Text(t) => {
                     let _ = tx.send(Update::Running);
                     Input::Text(t)
+                }
+                Source::Pdf(file) => {
+                    // One place among the extractions, taken before the file is read: it
+                    // bounds the PDFs held in memory at once.
+                    let permit = core.pipeline.extract_permit().await;
+                    let _ = tx.send(Update::Running);
+                    let max = core.limits.max_pdf_bytes;
+                    let bytes = tokio::task::spawn_blocking(move || file.read_all(max))
+                        .await
+                        .map_err(|e| ServiceError::new(ErrorKind::Failed, format!("reading the document failed: {e}")))??;
+                    Input::Pdf { bytes, permit: Some(permit) }
                 }
             };
             let mut obs = ChannelObserver(tx);

@@ -166,6 +166,21 @@ pub fn open_cache(cfg: &Config) -> Option<SummaryCache> {
     }
 }
 
+/// The pipeline's settings from the config: chunk cap, PDF limits, extraction concurrency.
+pub fn pipeline_settings(cfg: &Config) -> PipelineSettings {
+    let pdf_limits = crate::pdf::Limits {
+        max_file_bytes: usize::try_from(cfg.service.max_pdf_bytes).unwrap_or(usize::MAX),
+        max_pages: cfg.service.max_pages,
+        ..crate::pdf::Limits::default()
+    };
+    PipelineSettings {
+        max_model_chunks: cfg.summarize.max_model_chunks,
+        pdf_limits,
+        extract_concurrency: cfg.service.extract_concurrency,
+        ..PipelineSettings::default()
+    }
+}
+
 /// What `seqgptd` was asked to do.
 pub struct DaemonOptions {
     pub bus: Bus,
@@ -221,8 +236,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         Some(m) => (Some(m.runner), Some(m.setup)),
         None => (None, None),
     };
-    let settings = PipelineSettings { max_model_chunks: cfg.summarize.max_model_chunks, ..PipelineSettings::default() };
-    let pipeline = Arc::new(Pipeline::new(setup, open_cache(&cfg), settings));
+    let pipeline = Arc::new(Pipeline::new(setup, open_cache(&cfg), pipeline_settings(&cfg)));
     let core = Arc::new(core::Core::new(opts.bus.kind(), pipeline, cfg.service.clone(), device));
 
     let conn = connection_builder(&opts.bus)?

@@ -2,7 +2,7 @@
 //!
 //! | key        | type    | values                                   | default  |
 //! |------------|---------|------------------------------------------|----------|
-//! | `pages`    | s or u  | "3", "2-5" (1-based, inclusive)          | all      |
+//! | `pages`    | s or u  | "3", "2-5", "3-" (1-based, inclusive)    | all      |
 //! | `length`   | s       | short, medium, long                      | medium   |
 //! | `language` | s       | auto, en, zh                             | auto     |
 //! | `style`    | s       | paragraph, bullets                       | paragraph|
@@ -78,16 +78,16 @@ pub fn parse(options: &HashMap<String, OwnedValue>) -> Result<RequestOptions, Se
     Ok(out)
 }
 
-/// "7" or "2-5" (also "2..5", "2–5") as a 1-based inclusive range.
+/// "7", "2-5" (also "2..5", "2–5") or "3-" (to the end) as a 1-based inclusive range.
 pub fn parse_pages(s: &str) -> Result<std::ops::RangeInclusive<u32>, ServiceError> {
-    let bad = || ServiceError::invalid_args(format!("pages '{s}': expected N or A-B with 1 <= A <= B"));
+    let bad = || ServiceError::invalid_args(format!("pages '{s}': expected N, A-B with 1 <= A <= B, or A-"));
     let s = s.trim();
     let (a, b) = match s.split_once(['-', '–']).or_else(|| s.split_once("..")) {
         Some((a, b)) => (a.trim(), b.trim()),
         None => (s, s),
     };
     let a: u32 = a.parse().map_err(|_| bad())?;
-    let b: u32 = b.parse().map_err(|_| bad())?;
+    let b: u32 = if b.is_empty() { u32::MAX } else { b.parse().map_err(|_| bad())? };
     if a == 0 || a > b {
         return Err(bad());
     }
@@ -149,6 +149,7 @@ mod tests {
         assert!(o.summary.no_cache && o.detach);
         assert_eq!(parse(&HashMap::new()).unwrap(), RequestOptions::default());
         assert_eq!(parse(&opts(&[("pages", Value::from(3u32))])).unwrap().summary.pages, Some(3..=3));
+        assert_eq!(parse(&opts(&[("pages", Value::from("3-"))])).unwrap().summary.pages, Some(3..=u32::MAX));
     }
 
     #[test]

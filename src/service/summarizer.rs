@@ -2,6 +2,7 @@
 
 use super::core::{BusKind, Core};
 use super::errors::{ErrorKind, ServiceError};
+use super::input::DocumentFile;
 use super::jobs::{self, dbus_string, Source};
 use super::options;
 use std::collections::HashMap;
@@ -62,6 +63,45 @@ impl Summarizer {
 /// Cancelled, ModelUnavailable, ShuttingDown}.
 #[interface(name = "org.seqgpt.Summarizer1")]
 impl Summarizer {
+    /// Summarize the PDF behind `fd` (a regular file or memfd open for reading; the daemon
+    /// reads it from offset 0 and never needs its path). Options (a{sv}): pages ("A-B"),
+    /// length (short|medium|long), language (auto|en|zh), style (paragraph|bullets),
+    /// password, method (auto|model|extractive), no_cache (b), detach (b). Returns the job.
+    async fn summarize_fd(
+        &self,
+        #[zbus(header)] hdr: Header<'_>,
+        #[zbus(connection)] conn: &Connection,
+        fd: zbus::zvariant::OwnedFd,
+        options: HashMap<String, OwnedValue>,
+    ) -> Result<OwnedObjectPath, ServiceError> {
+        let opts = options::parse(&options)?;
+        let file = DocumentFile::from_fd(std::os::fd::OwnedFd::from(fd), self.core.limits.max_pdf_bytes)?;
+        let owner = caller(&hdr)?;
+        let slot = self.core.admit(&owner)?;
+        jobs::start(&self.core, conn, owner, slot, Source::Pdf(file), opts.summary, opts.detach).await
+    }
+
+    /// Summarize the PDF at an absolute `path`, opened by the daemon. Session bus only: on
+    /// the system bus this is AccessDenied (pass a descriptor with SummarizeFd).
+    async fn summarize_path(
+        &self,
+        #[zbus(header)] hdr: Header<'_>,
+        #[zbus(connection)] conn: &Connection,
+        path: String,
+        options: HashMap<String, OwnedValue>,
+    ) -> Result<OwnedObjectPath, ServiceError> {
+        if !path_allowed(self.core.bus) {
+            return Err(ServiceError::access_denied(
+                "SummarizePath is not available on the system bus: open the file and pass its descriptor to SummarizeFd",
+            ));
+        }
+        let opts = options::parse(&options)?;
+        let file = DocumentFile::open_path(std::path::Path::new(&path), self.core.limits.max_pdf_bytes)?;
+        let owner = caller(&hdr)?;
+        let slot = self.core.admit(&owner)?;
+        jobs::start(&self.core, conn, owner, slot, Source::Pdf(file), opts.summary, opts.detach).await
+    }
+
     /// Summarize a UTF-8 text (form feeds separate pages). Options as for SummarizeFd, but
     /// no password.
     async fn summarize_text(

@@ -1,6 +1,6 @@
 //! The summary pipeline: text in, summary out.
 //!
-//! extract (PDF) -> [`clean`] (running headers/footers, page numbers, hyphenation, line
+//! [`extract`] (PDF) -> [`clean`] (running headers/footers, page numbers, hyphenation, line
 //! breaks) -> [`chunk`] (pieces that fit the model's prompt, counted in its tokens, cut at
 //! paragraph and sentence boundaries, CJK-aware) -> one prompt per chunk ([`prompt`]) through a
 //! [`generator::Generate`] (the chunks of one document are submitted together, so they decode
@@ -13,6 +13,7 @@
 pub mod cache;
 pub mod chunk;
 pub mod clean;
+pub mod extract;
 pub mod extractive;
 pub mod generator;
 pub mod pipeline;

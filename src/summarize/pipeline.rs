@@ -5,6 +5,7 @@
 use super::cache::{content_hash, CacheKey, SummaryCache};
 use super::chunk::{chunk, Chunk};
 use super::clean::{clean_pages, pages_of_text, CleanStats, Paragraph};
+use super::extract::{extract_pages, ExtractedPages};
 use super::extractive::{render_sentences, sentences_of, Ranker, Target};
 use super::generator::{GenError, GenEvent, GenHandle, Generate};
 use super::prompt::{
@@ -18,18 +19,22 @@ use futures_util::stream::{self, StreamExt};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+pub use crate::pdf::Limits as PdfLimits;
 
 /// The version of the extractive ranker, part of cache keys.
 const EXTRACTIVE_VERSION: &str = "extractive-v1";
 
 /// What to summarize.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Input {
     /// Plain UTF-8 text; form feeds separate pages.
     Text(String),
-    /// Pages already extracted from a PDF: (page count of the document, [(page number, text)],
-    /// repair warnings), and the SHA-256 of the PDF's bytes (the cache key).
-    Pages { page_count: u32, pages: Vec<(u32, String)>, warnings: Vec<String>, content_hash: String },
+    /// A PDF file's bytes. `permit`: a place among the extractions allowed at once
+    /// ([`Pipeline::extract_permit`]), when the caller took one before reading the file;
+    /// otherwise the pipeline takes one.
+    Pdf { bytes: Vec<u8>, permit: Option<OwnedSemaphorePermit> },
 }
 
 /// A phase of a job, as reported in progress.
@@ -91,11 +96,20 @@ pub struct PipelineSettings {
     pub max_model_chunks: usize,
     /// How long to wait before submitting again when the model's queue is full.
     pub busy_retry: Duration,
+    /// The PDF extractor's limits (file size, pages, decoded streams, operators).
+    pub pdf_limits: PdfLimits,
+    /// PDFs extracted at once (each holds its file and its decoded streams in memory).
+    pub extract_concurrency: usize,
 }
 
 impl Default for PipelineSettings {
     fn default() -> Self {
-        PipelineSettings { max_model_chunks: 16, busy_retry: Duration::from_millis(25) }
+        PipelineSettings {
+            max_model_chunks: 16,
+            busy_retry: Duration::from_millis(25),
+            pdf_limits: PdfLimits::default(),
+            extract_concurrency: 2,
+        }
     }
 }
 
@@ -103,6 +117,7 @@ pub struct Pipeline {
     model: Option<ModelSetup>,
     cache: Option<SummaryCache>,
     settings: PipelineSettings,
+    extract_permits: Arc<Semaphore>,
 }
 
 /// The cleaned document.
@@ -120,7 +135,17 @@ impl Pipeline {
         if let Some(m) = &model {
             tracing::info!("summary template '{}': {}", m.template_name, m.reason);
         }
-        Pipeline { model, cache, settings }
+        let extract_permits = Arc::new(Semaphore::new(settings.extract_concurrency.max(1)));
+        Pipeline { model, cache, settings, extract_permits }
+    }
+
+    /// Waits for a place among the PDF extractions allowed at once.
+    pub async fn extract_permit(&self) -> OwnedSemaphorePermit {
+        self.extract_permits.clone().acquire_owned().await.expect("the semaphore is never closed")
+    }
+
+    pub fn settings(&self) -> &PipelineSettings {
+        &self.settings
     }
 
     pub fn model(&self) -> Option<&ModelSetup> {
@@ -131,16 +156,18 @@ impl Pipeline {
         self.cache.as_ref()
     }
 
-    /// The cache key of a request, or `None` when it must not be cached (password, no_cache,
-    /// no cache configured).
-    pub fn cache_key(&self, input: &Input, opts: &SummaryOptions) -> Option<CacheKey> {
-        if self.cache.is_none() || opts.no_cache || opts.password.is_some() {
+    /// Whether a request may use the cache (not with a password or no_cache, and only when a
+    /// cache is configured).
+    pub fn cacheable(&self, opts: &SummaryOptions) -> bool {
+        self.cache.is_some() && !opts.no_cache && opts.password.is_none()
+    }
+
+    /// The cache key of a request whose input hashes to `content` ([`content_hash`]), or
+    /// `None` when it must not be cached.
+    pub fn cache_key(&self, content: String, input_kind: &'static str, opts: &SummaryOptions) -> Option<CacheKey> {
+        if !self.cacheable(opts) {
             return None;
         }
-        let (content, input_kind) = match input {
-            Input::Text(t) => (content_hash(t.as_bytes()), "text"),
-            Input::Pages { content_hash, .. } => (content_hash.clone(), "pdf"),
-        };
         let summarizer = match self.chosen_model(opts) {
             Ok(Some(m)) => m.identity.clone(),
             _ => EXTRACTIVE_VERSION.to_string(),
@@ -156,11 +183,6 @@ impl Pipeline {
         })
     }
 
-    /// A cached answer for the request, if there is one.
-    pub fn cached(&self, input: &Input, opts: &SummaryOptions) -> Option<Summary> {
-        let key = self.cache_key(input, opts)?;
-        self.cache.as_ref()?.get(&key)
-    }
 
     fn chosen_model(&self, opts: &SummaryOptions) -> Result<Option<&ModelSetup>, SummaryError> {
         match (opts.method, &self.model) {
@@ -178,7 +200,23 @@ impl Pipeline {
     pub async fn summarize(&self, input: Input, opts: &SummaryOptions, obs: &mut dyn Observer) -> Result<Summary, SummaryError> {
         let started = Instant::now();
         let model = self.chosen_model(opts)?;
-        let key = self.cache_key(&input, opts);
+        let (input, key) = match input {
+            Input::Text(t) if self.cacheable(opts) => {
+                let key = self.cache_key(content_hash(t.as_bytes()), "text", opts);
+                (Input::Text(t), key)
+            }
+            Input::Pdf { bytes, permit } if self.cacheable(opts) => {
+                // Hashing up to max_pdf_bytes takes a while: not on the async threads.
+                let (bytes, hash) = tokio::task::spawn_blocking(move || {
+                    let h = content_hash(&bytes);
+                    (bytes, h)
+                })
+                .await
+                .map_err(|e| SummaryError::Internal(format!("hashing the PDF failed: {e}")))?;
+                (Input::Pdf { bytes, permit }, self.cache_key(hash, "pdf", opts))
+            }
+            other => (other, None),
+        };
         if let (Some(k), Some(cache)) = (&key, &self.cache) {
             if let Some(mut hit) = cache.get(k) {
                 hit.stats.elapsed_ms = started.elapsed().as_millis() as u64;
@@ -186,7 +224,31 @@ impl Pipeline {
                 return Ok(hit);
             }
         }
-        let doc = prepare(input, opts)?;
+        let mut extract_ms = 0;
+        let pages = match input {
+            Input::Text(t) => Pages::Text(t),
+            Input::Pdf { bytes, permit } => {
+                obs.progress(Stage::Extract, 0, 0);
+                let permit = match permit {
+                    Some(p) => p,
+                    None => self.extract_permit().await,
+                };
+                let (limits, o) = (self.settings.pdf_limits.clone(), opts.clone());
+                let t0 = Instant::now();
+                let extracted = tokio::task::spawn_blocking(move || {
+                    let r = extract_pages(&bytes, &o, &limits);
+                    drop(permit);
+                    r
+                })
+                .await
+                .map_err(|e| SummaryError::Internal(format!("the PDF extractor failed: {e}")))??;
+                extract_ms = t0.elapsed().as_millis() as u64;
+                let n = extracted.pages.len() as u32;
+                obs.progress(Stage::Extract, n, n);
+                Pages::Pdf(extracted)
+            }
+        };
+        let doc = prepare(pages, opts)?;
         let mut stats = SummaryStats {
             page_count: doc.page_count,
             pages: doc.pages,
@@ -195,6 +257,7 @@ impl Pipeline {
             edge_lines_removed: doc.clean.edge_lines_removed as u32,
             dehyphenated: doc.clean.dehyphenated as u32,
             warnings: doc.warnings.clone(),
+            extract_ms,
             ..SummaryStats::default()
         };
         let language = match opts.language {
@@ -579,14 +642,20 @@ fn extractive(doc: &Document, opts: &SummaryOptions, stats: &mut SummaryStats, o
     text
 }
 
+/// A document's pages: text to split at form feeds, or what the PDF extractor gave.
+enum Pages {
+    Text(String),
+    Pdf(ExtractedPages),
+}
+
 /// Pages -> selected pages -> cleaned paragraphs.
-fn prepare(input: Input, opts: &SummaryOptions) -> Result<Document, SummaryError> {
+fn prepare(input: Pages, opts: &SummaryOptions) -> Result<Document, SummaryError> {
     let (page_count, pages, warnings, pdf) = match input {
-        Input::Text(t) => {
+        Pages::Text(t) => {
             let pages = pages_of_text(&t);
             (pages.len() as u32, pages, Vec::new(), false)
         }
-        Input::Pages { page_count, pages, warnings, .. } => (page_count, pages, warnings, true),
+        Pages::Pdf(e) => (e.page_count, e.pages, e.warnings, true),
     };
     // PDF pages arrive already selected by the extractor; text pages are selected here.
     let selected: Vec<(u32, String)> = match (&opts.pages, pdf) {
@@ -775,7 +844,7 @@ mod tests {
         let opts = SummaryOptions { no_cache: true, ..Default::default() };
         assert!(!p.summarize(Input::Text(DOC.into()), &opts, &mut Ignore).await.unwrap().stats.cached);
         let opts = SummaryOptions { password: Some("x".into()), ..Default::default() };
-        assert!(p.cache_key(&Input::Text(DOC.into()), &opts).is_none());
+        assert!(p.cache_key(content_hash(DOC.as_bytes()), "text", &opts).is_none());
     }
 
     #[tokio::test]
