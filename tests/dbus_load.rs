@@ -238,6 +238,9 @@ async fn one_page_pdf_end_to_end() {
             "request": label, "wall_s": (wall.as_secs_f64() * 100.0).round() / 100.0,
             "method": stat_str(stats, "method"), "cached": stat_bool(stats, "cached"),
             "chunks": stat_u32(stats, "chunks"), "fallback": stat_str(stats, "fallback"),
+            "prompt_tokens": u64::try_from(stats["prompt_tokens"].try_clone().unwrap()).unwrap(),
+            "generated_tokens": u64::try_from(stats["generated_tokens"].try_clone().unwrap()).unwrap(),
+            "extract_ms": u64::try_from(stats["extract_ms"].try_clone().unwrap()).unwrap(),
             "summary_chars": summary.chars().count(),
         }));
     }

@@ -465,3 +465,45 @@ async fn on_the_system_bus_paths_are_refused() {
         d["bus"].try_clone().unwrap()
     }).unwrap()).unwrap(), "system");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seqgpt_summarize_talks_to_the_daemon() {
+    let Some(bus) = Bus::start() else { return };
+    let _daemon = Daemon::start(&bus, "", &[]);
+    let address = bus.address.clone();
+    tokio::task::spawn_blocking(move || {
+        let run = |args: &[&str], stdin: Option<&std::path::Path>| {
+            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_seqgpt"));
+            cmd.arg("summarize").arg("--address").arg(&address).args(args);
+            if let Some(f) = stdin {
+                cmd.stdin(std::fs::File::open(f).unwrap());
+            }
+            cmd.output().unwrap()
+        };
+        let pdf = sample("one-page.pdf");
+        let out = run(&["--json", "--length", "short", pdf.to_str().unwrap()], None);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["method"], "extractive");
+        assert!(v["job"].as_str().unwrap().starts_with("/org/seqgpt/Summarizer1/jobs/"));
+        assert_eq!(v["stats"]["pages"], 1);
+        // Standard input goes to the daemon in a memfd; the same bytes hit the cache.
+        let out = run(&["--json", "--length", "short", "-"], Some(&pdf));
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let again: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(again["summary"], v["summary"]);
+        assert_eq!(again["stats"]["cached"], true);
+        // Errors keep their D-Bus names.
+        let out = run(&[sample("encrypted.pdf").to_str().unwrap()], None);
+        assert!(!out.status.success());
+        assert!(String::from_utf8_lossy(&out.stderr).contains("org.seqgpt.Summarizer1.Error.Encrypted"));
+        let text = std::env::temp_dir().join(format!("seqgpt-cli-{}.txt", std::process::id()));
+        std::fs::write(&text, ARTICLE).unwrap();
+        let out = run(&["--text", "--style", "bullets", text.to_str().unwrap()], None);
+        let _ = std::fs::remove_file(&text);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).lines().all(|l| l.starts_with("- ")));
+    })
+    .await
+    .unwrap();
+}

@@ -49,7 +49,7 @@ pub enum MethodArg {
 
 #[derive(clap::Args, Debug)]
 pub struct SummarizeArgs {
-    /// The PDF to summarize (with --text: a UTF-8 text file; "-" reads standard input).
+    /// The PDF to summarize (with --text: a UTF-8 text file); "-" reads standard input.
     pub file: PathBuf,
     /// FILE is plain UTF-8 text (form feeds separate pages), not a PDF.
     #[arg(long)]
@@ -309,14 +309,8 @@ async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     };
     let conn = connection_builder(&bus)?.build().await.context("connecting to the bus")?;
     let dbus = zbus::fdo::DBusProxy::new(&conn).await?;
-    let owner = dbus
-        .get_name_owner(zbus::names::BusName::try_from(SERVICE_NAME)?)
-        .await
-        .or_else(|_| {
-            // Not running: D-Bus activation starts it (if installed) on the first call.
-            Err::<zbus::names::OwnedUniqueName, _>(())
-        })
-        .ok();
+    // Not running: D-Bus activation starts it (if installed) on the first call, below.
+    let owner = dbus.get_name_owner(zbus::names::BusName::try_from(SERVICE_NAME)?).await.ok();
     let opts = args.options()?;
     let mut dict: HashMap<&str, Value<'_>> = HashMap::new();
     if let Some(p) = &args.pages {
@@ -369,10 +363,12 @@ async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     let reply = match bytes_or_file {
         Some(text) => conn.call_method(Some(SERVICE_NAME), SERVICE_PATH, Some(SERVICE_NAME), "SummarizeText", &(text, &dict)).await,
         None => {
-            if args.file.as_os_str() == "-" {
-                bail!("a PDF must be a file (the daemon reads it through a file descriptor); use --local to read standard input");
-            }
-            let file = std::fs::File::open(&args.file).with_context(|| format!("opening {}", args.file.display()))?;
+            let file = if args.file.as_os_str() == "-" {
+                // The daemon takes regular files only: standard input goes into a memfd.
+                memfd_with(&read_input(args)?)?
+            } else {
+                std::fs::File::open(&args.file).with_context(|| format!("opening {}", args.file.display()))?
+            };
             let fd = zbus::zvariant::Fd::from(std::os::fd::AsFd::as_fd(&file));
             conn.call_method(Some(SERVICE_NAME), SERVICE_PATH, Some(SERVICE_NAME), "SummarizeFd", &(fd, &dict)).await
         }
@@ -416,6 +412,20 @@ async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
         _ => String::new(),
     };
     Ok(Outcome { summary, method, stats: dict_to_json(&stats), job: Some(job.to_string()) })
+}
+
+/// An anonymous in-memory file holding `bytes` (a regular file for the daemon's checks).
+fn memfd_with(bytes: &[u8]) -> anyhow::Result<std::fs::File> {
+    use std::io::Write;
+    // SAFETY: memfd_create with a static NUL-terminated name; the result is checked.
+    let raw = unsafe { libc::memfd_create(c"seqgpt-stdin".as_ptr(), libc::MFD_CLOEXEC) };
+    if raw < 0 {
+        return Err(std::io::Error::last_os_error()).context("memfd_create");
+    }
+    // SAFETY: `raw` is a new descriptor owned by nothing else.
+    let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+    file.write_all(bytes).context("writing standard input to a memfd")?;
+    Ok(file)
 }
 
 fn remote_error(e: zbus::Error) -> anyhow::Error {

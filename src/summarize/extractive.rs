@@ -242,7 +242,7 @@ pub fn render_sentences<'a>(sentences: impl Iterator<Item = &'a str>, style: Sty
             Style::Paragraph => {
                 let prev_cjk = out.chars().last().is_some_and(is_cjk);
                 let next_cjk = s.chars().next().is_some_and(is_cjk);
-                if !out.is_empty() && !(prev_cjk && next_cjk) {
+                if !out.is_empty() && (!prev_cjk || !next_cjk) {
                     out.push(' ');
                 }
                 out.push_str(s);

@@ -132,7 +132,7 @@ impl Template {
         if self.max_new_tokens.contains(&0) {
             return Err(format!("template '{name}': max_new_tokens must be at least 1"));
         }
-        if !(self.repetition_penalty > 0.0) {
+        if self.repetition_penalty.is_nan() || self.repetition_penalty <= 0.0 {
             return Err(format!("template '{name}': repetition_penalty must be > 0"));
         }
         Ok(())
@@ -233,7 +233,7 @@ pub const EXTRACT_LABELS_PER_PROMPT: usize = 6;
 /// Labels of `labels` that the classification answer names, in answer order, without repeats.
 pub fn parse_classification(answer: &str, labels: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for piece in answer.split(|c: char| matches!(c, '，' | ',' | '\n' | ';' | '；' | '、')) {
+    for piece in answer.split(['，', ',', '\n', ';', '；', '、']) {
         let piece = piece.trim().trim_end_matches(['.', '。']);
         if let Some(l) = labels.iter().find(|l| l.trim().eq_ignore_ascii_case(piece)) {
             if !out.contains(l) {
