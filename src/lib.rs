@@ -3,6 +3,7 @@
 //! See docs/ARCHITECTURE.md for the module map and the data flow.
 
 pub mod cli;
+pub mod config;
 pub mod convert;
 pub mod device;
 pub mod engine;
@@ -14,5 +15,7 @@ pub mod pdf;
 pub mod quant;
 pub mod scheduler;
 pub mod sd_notify;
+pub mod service;
+pub mod summarize;
 pub mod sysinfo;
 pub mod tokenizer;

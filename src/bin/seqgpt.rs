@@ -22,6 +22,8 @@ enum Command {
     Info(cli::info::InfoArgs),
     /// Print a PDF's text, pages separated by form feeds.
     ExtractText(cli::extract_text::ExtractTextArgs),
+    /// Summarize a PDF: ask the seqgptd daemon over D-Bus, or run in this process with --local.
+    Summarize(cli::summarize::SummarizeArgs),
 }
 
 fn main() {
@@ -42,6 +44,7 @@ fn main() {
         Command::Bench(args) => cli::bench::run(args),
         Command::Info(args) => cli::info::run(args),
         Command::ExtractText(args) => cli::extract_text::run(args),
+        Command::Summarize(args) => cli::summarize::run(args),
     };
     if let Err(err) = result {
         eprintln!("seqgpt: {err:#}");

@@ -6,3 +6,4 @@ pub mod extract_text;
 pub mod generate;
 pub mod info;
 pub mod logits;
+pub mod summarize;

@@ -1,0 +1,149 @@
+//! Reading a client's document: a file descriptor (SummarizeFd) or, on the session bus only, a
+//! path (SummarizePath). Either way the daemon reads a regular file with a size cap, from
+//! offset 0 with `pread` (the client's file position is left alone), into memory: it never
+//! maps a client's file, since a client truncating a mapped file would crash the daemon with
+//! SIGBUS. Pipes, sockets and devices are refused: a writer that never closes would hold a job
+//! forever. A memfd (`memfd_create`) is a regular file, so a client holding a PDF only in
+//! memory can pass one.
+
+use super::errors::{ErrorKind, ServiceError};
+use std::fs::File;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+/// A checked, not yet read, document file.
+#[derive(Debug)]
+pub struct DocumentFile {
+    file: File,
+    size: u64,
+}
+
+impl DocumentFile {
+    /// Checks a descriptor passed over the bus: a regular file, open for reading, at most
+    /// `max_bytes` long.
+    pub fn from_fd(fd: OwnedFd, max_bytes: u64) -> Result<Self, ServiceError> {
+        let file = File::from(fd);
+        // SAFETY: F_GETFL on a descriptor we own reads its status flags and changes nothing.
+        let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+        if flags >= 0 && flags & libc::O_ACCMODE == libc::O_WRONLY {
+            return Err(ServiceError::invalid_args("the file descriptor is open for writing only; open the PDF for reading"));
+        }
+        Self::check(file, max_bytes)
+    }
+
+    /// Opens `path` for reading (session bus only: the caller is the daemon's own user).
+    pub fn open_path(path: &Path, max_bytes: u64) -> Result<Self, ServiceError> {
+        if !path.is_absolute() {
+            return Err(ServiceError::invalid_args(format!(
+                "'{}' is not an absolute path (the daemon does not share the caller's working directory)",
+                path.display()
+            )));
+        }
+        // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just after).
+        let file = File::options()
+            .read(true)
+            .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| ServiceError::invalid_args(format!("cannot open '{}': {e}", path.display())))?;
+        Self::check(file, max_bytes)
+    }
+
+    fn check(file: File, max_bytes: u64) -> Result<Self, ServiceError> {
+        let meta = file.metadata().map_err(|e| ServiceError::invalid_args(format!("cannot stat the file: {e}")))?;
+        let ft = meta.file_type();
+        if !ft.is_file() {
+            let what = if ft.is_fifo() {
+                "a pipe"
+            } else if ft.is_socket() {
+                "a socket"
+            } else if ft.is_dir() {
+                "a directory"
+            } else if ft.is_char_device() || ft.is_block_device() {
+                "a device"
+            } else {
+                "not a regular file"
+            };
+            return Err(ServiceError::invalid_args(format!(
+                "the document must be a regular file (or a memfd), not {what}"
+            )));
+        }
+        if meta.len() > max_bytes {
+            return Err(too_large(meta.len(), max_bytes));
+        }
+        Ok(DocumentFile { file, size: meta.len() })
+    }
+
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Reads the whole file from offset 0, at most `max_bytes` (a file that grew past the cap
+    /// since it was checked is `TooLarge`).
+    pub fn read_all(&self, max_bytes: u64) -> Result<Vec<u8>, ServiceError> {
+        let mut buf = Vec::with_capacity(self.size.min(max_bytes) as usize);
+        let mut chunk = vec![0u8; 1 << 20];
+        let mut offset = 0u64;
+        loop {
+            let n = match self.file.read_at(&mut chunk, offset) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(ServiceError::new(ErrorKind::InvalidArgs, format!("cannot read the document: {e}"))),
+            };
+            offset += n as u64;
+            if offset > max_bytes {
+                return Err(too_large(offset, max_bytes));
+            }
+            buf.extend_from_slice(&chunk[..n]);
+        }
+        Ok(buf)
+    }
+}
+
+fn too_large(size: u64, max: u64) -> ServiceError {
+    ServiceError::new(
+        ErrorKind::TooLarge,
+        format!("the document has {size} bytes; this daemon accepts at most {max} ([service] max_pdf_bytes)"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    #[test]
+    fn regular_files_are_read_from_offset_zero() {
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(b"%PDF-1.4 hello").unwrap();
+        // The client's position is at the end; pread ignores it.
+        let doc = DocumentFile::from_fd(OwnedFd::from(f), 100).unwrap();
+        assert_eq!(doc.read_all(100).unwrap(), b"%PDF-1.4 hello");
+    }
+
+    #[test]
+    fn size_cap_and_file_kinds() {
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(&[0u8; 200]).unwrap();
+        let e = DocumentFile::from_fd(OwnedFd::from(f), 100).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::TooLarge);
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let e = DocumentFile::from_fd(OwnedFd::from(a), 100).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgs);
+        assert!(e.message.contains("socket"), "{}", e.message);
+        let e = DocumentFile::open_path(Path::new("relative.pdf"), 100).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::InvalidArgs);
+        let e = DocumentFile::open_path(Path::new("/"), 100).unwrap_err();
+        assert!(e.message.contains("directory"), "{}", e.message);
+    }
+
+    #[test]
+    fn write_only_descriptors_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.pdf");
+        std::fs::write(&p, b"x").unwrap();
+        let f = File::options().write(true).open(&p).unwrap();
+        assert_eq!(DocumentFile::from_fd(OwnedFd::from(f), 100).unwrap_err().kind, ErrorKind::InvalidArgs);
+    }
+}

@@ -1,0 +1,169 @@
+//! The `a{sv}` options of the Summarize* methods.
+//!
+//! | key        | type    | values                                   | default  |
+//! |------------|---------|------------------------------------------|----------|
+//! | `pages`    | s or u  | "3", "2-5", "3-" (1-based, inclusive)    | all      |
+//! | `length`   | s       | short, medium, long                      | medium   |
+//! | `language` | s       | auto, en, zh                             | auto     |
+//! | `style`    | s       | paragraph, bullets                       | paragraph|
+//! | `password` | s       | the PDF's user or owner password         | none     |
+//! | `method`   | s       | auto, model, extractive                  | auto     |
+//! | `no_cache` | b       | skip the summary cache                   | false    |
+//! | `detach`   | b       | keep the job when the caller disconnects | false    |
+//!
+//! Unknown keys and wrong types are `InvalidArgs`: a misspelt option must not be ignored.
+
+use super::errors::ServiceError;
+use crate::summarize::{Language, Length, MethodChoice, Style, SummaryOptions};
+use std::collections::HashMap;
+use zbus::zvariant::{OwnedValue, Value};
+
+pub const KEYS: &[&str] = &["pages", "length", "language", "style", "password", "method", "no_cache", "detach"];
+
+/// Parsed options: the pipeline's, and the service's own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RequestOptions {
+    pub summary: SummaryOptions,
+    /// The job survives its caller's disconnection (busctl and gdbus callers disconnect
+    /// right after the call).
+    pub detach: bool,
+}
+
+pub fn parse(options: &HashMap<String, OwnedValue>) -> Result<RequestOptions, ServiceError> {
+    let mut out = RequestOptions::default();
+    // Sorted keys: the first bad one reported is always the same.
+    let mut keys: Vec<&String> = options.keys().collect();
+    keys.sort();
+    for key in keys {
+        let value: &Value<'_> = &options[key];
+        let value = unwrap_variant(value);
+        match key.as_str() {
+            "pages" => {
+                let range = match value {
+                    Value::Str(s) => parse_pages(s.as_str())?,
+                    Value::U32(n) => parse_pages(&n.to_string())?,
+                    Value::I32(n) if *n > 0 => parse_pages(&n.to_string())?,
+                    other => return Err(wrong_type(key, "s (\"A-B\") or u", other)),
+                };
+                out.summary.pages = Some(range);
+            }
+            "length" => {
+                let s = string(key, value)?;
+                out.summary.length =
+                    Length::parse(s).ok_or_else(|| ServiceError::invalid_args(format!("length '{s}': expected short, medium or long")))?;
+            }
+            "language" => {
+                let s = string(key, value)?;
+                out.summary.language =
+                    Language::parse(s).ok_or_else(|| ServiceError::invalid_args(format!("language '{s}': expected auto, en or zh")))?;
+            }
+            "style" => {
+                let s = string(key, value)?;
+                out.summary.style =
+                    Style::parse(s).ok_or_else(|| ServiceError::invalid_args(format!("style '{s}': expected paragraph or bullets")))?;
+            }
+            "password" => out.summary.password = Some(string(key, value)?.to_string()),
+            "method" => {
+                let s = string(key, value)?;
+                out.summary.method = MethodChoice::parse(s)
+                    .ok_or_else(|| ServiceError::invalid_args(format!("method '{s}': expected auto, model or extractive")))?;
+            }
+            "no_cache" => out.summary.no_cache = boolean(key, value)?,
+            "detach" => out.detach = boolean(key, value)?,
+            other => {
+                return Err(ServiceError::invalid_args(format!("unknown option '{other}' (known: {})", KEYS.join(", "))));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// "7", "2-5" (also "2..5", "2–5") or "3-" (to the end) as a 1-based inclusive range.
+pub fn parse_pages(s: &str) -> Result<std::ops::RangeInclusive<u32>, ServiceError> {
+    let bad = || ServiceError::invalid_args(format!("pages '{s}': expected N, A-B with 1 <= A <= B, or A-"));
+    let s = s.trim();
+    let (a, b) = match s.split_once(['-', '–']).or_else(|| s.split_once("..")) {
+        Some((a, b)) => (a.trim(), b.trim()),
+        None => (s, s),
+    };
+    let a: u32 = a.parse().map_err(|_| bad())?;
+    let b: u32 = if b.is_empty() { u32::MAX } else { b.parse().map_err(|_| bad())? };
+    if a == 0 || a > b {
+        return Err(bad());
+    }
+    Ok(a..=b)
+}
+
+fn unwrap_variant<'a>(v: &'a Value<'a>) -> &'a Value<'a> {
+    match v {
+        Value::Value(inner) => unwrap_variant(inner),
+        other => other,
+    }
+}
+
+fn string<'a>(key: &str, v: &'a Value<'a>) -> Result<&'a str, ServiceError> {
+    match v {
+        Value::Str(s) => Ok(s.as_str()),
+        other => Err(wrong_type(key, "s", other)),
+    }
+}
+
+fn boolean(key: &str, v: &Value<'_>) -> Result<bool, ServiceError> {
+    match v {
+        Value::Bool(b) => Ok(*b),
+        other => Err(wrong_type(key, "b", other)),
+    }
+}
+
+fn wrong_type(key: &str, want: &str, got: &Value<'_>) -> ServiceError {
+    ServiceError::invalid_args(format!("option '{key}' must be of type {want}, not {}", got.value_signature()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(pairs: &[(&str, Value<'static>)]) -> HashMap<String, OwnedValue> {
+        pairs.iter().map(|(k, v)| (k.to_string(), OwnedValue::try_from(v.clone()).unwrap())).collect()
+    }
+
+    #[test]
+    fn all_options_parse() {
+        let o = parse(&opts(&[
+            ("pages", Value::from("2-4")),
+            ("length", Value::from("short")),
+            ("language", Value::from("zh")),
+            ("style", Value::from("bullets")),
+            ("password", Value::from("pw")),
+            ("method", Value::from("extractive")),
+            ("no_cache", Value::from(true)),
+            ("detach", Value::from(true)),
+        ]))
+        .unwrap();
+        assert_eq!(o.summary.pages, Some(2..=4));
+        assert_eq!(o.summary.length, Length::Short);
+        assert_eq!(o.summary.language, Language::Zh);
+        assert_eq!(o.summary.style, Style::Bullets);
+        assert_eq!(o.summary.password.as_deref(), Some("pw"));
+        assert_eq!(o.summary.method, MethodChoice::Extractive);
+        assert!(o.summary.no_cache && o.detach);
+        assert_eq!(parse(&HashMap::new()).unwrap(), RequestOptions::default());
+        assert_eq!(parse(&opts(&[("pages", Value::from(3u32))])).unwrap().summary.pages, Some(3..=3));
+        assert_eq!(parse(&opts(&[("pages", Value::from("3-"))])).unwrap().summary.pages, Some(3..=u32::MAX));
+    }
+
+    #[test]
+    fn bad_options_are_invalid_args() {
+        for bad in [
+            opts(&[("lenght", Value::from("short"))]),
+            opts(&[("length", Value::from("tiny"))]),
+            opts(&[("length", Value::from(3u32))]),
+            opts(&[("pages", Value::from("5-2"))]),
+            opts(&[("pages", Value::from("0"))]),
+            opts(&[("no_cache", Value::from("yes"))]),
+        ] {
+            let e = parse(&bad).unwrap_err();
+            assert_eq!(e.name(), "org.freedesktop.DBus.Error.InvalidArgs", "{e}");
+        }
+    }
+}

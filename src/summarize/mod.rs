@@ -1,0 +1,233 @@
+//! The summary pipeline: text in, summary out.
+//!
+//! [`extract`] (PDF) -> [`clean`] (running headers/footers, page numbers, hyphenation, line
+//! breaks) -> [`chunk`] (pieces that fit the model's prompt, counted in its tokens, cut at
+//! paragraph and sentence boundaries, CJK-aware) -> one prompt per chunk ([`prompt`]) through a
+//! [`generator::Generate`] (the chunks of one document are submitted together, so they decode
+//! in one batch) -> a reduce step when there are several -> the summary. Without a model, or
+//! when it fails, the [`extractive`] ranker answers. Every [`Summary`] says which [`Method`]
+//! made it. [`cache`] keeps finished summaries.
+//!
+//! docs/SUMMARIZE.md describes the design and the template choice.
+
+pub mod cache;
+pub mod chunk;
+pub mod clean;
+pub mod extract;
+pub mod extractive;
+pub mod generator;
+pub mod pipeline;
+pub mod prompt;
+pub mod runner;
+pub mod text;
+
+pub use pipeline::{Input, Observer, Pipeline, PipelineSettings, Stage};
+
+use serde::{Deserialize, Serialize};
+use std::ops::RangeInclusive;
+
+/// How long a summary should be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Length {
+    Short = 0,
+    #[default]
+    Medium = 1,
+    Long = 2,
+}
+
+impl Length {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Length::Short => "short",
+            Length::Medium => "medium",
+            Length::Long => "long",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "short" => Some(Length::Short),
+            "medium" => Some(Length::Medium),
+            "long" => Some(Length::Long),
+            _ => None,
+        }
+    }
+}
+
+/// How a summary is laid out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Style {
+    /// Running text.
+    #[default]
+    Paragraph,
+    /// One sentence per line, each starting with "- ".
+    Bullets,
+}
+
+impl Style {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Style::Paragraph => "paragraph",
+            Style::Bullets => "bullets",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "paragraph" => Some(Style::Paragraph),
+            "bullets" => Some(Style::Bullets),
+            _ => None,
+        }
+    }
+}
+
+/// The document's language, for the prompt: `Auto` detects Chinese by its share of CJK letters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    #[default]
+    Auto,
+    En,
+    Zh,
+}
+
+impl Language {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::Auto => "auto",
+            Language::En => "en",
+            Language::Zh => "zh",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "auto" => Some(Language::Auto),
+            "en" => Some(Language::En),
+            "zh" => Some(Language::Zh),
+            _ => None,
+        }
+    }
+}
+
+/// Which summarizer a request wants.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum MethodChoice {
+    /// The model when one is loaded, else the extractive ranker.
+    #[default]
+    Auto,
+    /// The model; `ModelUnavailable` when none is loaded.
+    Model,
+    /// The extractive ranker, even when a model is loaded (fast).
+    Extractive,
+}
+
+impl MethodChoice {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "auto" => Some(MethodChoice::Auto),
+            "model" => Some(MethodChoice::Model),
+            "extractive" => Some(MethodChoice::Extractive),
+            _ => None,
+        }
+    }
+}
+
+/// What made a summary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Method {
+    Model,
+    Extractive,
+}
+
+impl Method {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Model => "model",
+            Method::Extractive => "extractive",
+        }
+    }
+}
+
+/// The options of one summary request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SummaryOptions {
+    /// 1-based inclusive page range (PDF pages, or form-feed pages of text).
+    pub pages: Option<RangeInclusive<u32>>,
+    pub length: Length,
+    pub language: Language,
+    pub style: Style,
+    /// For encrypted PDFs.
+    pub password: Option<String>,
+    pub method: MethodChoice,
+    /// Skip the cache (neither read nor written).
+    pub no_cache: bool,
+}
+
+/// Numbers about how a summary was made (D-Bus: the `stats` of `Finished`; CLI: `--json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SummaryStats {
+    /// Pages of the document, and pages summarized.
+    pub page_count: u32,
+    pub pages: u32,
+    pub paragraphs: u32,
+    pub sentences: u32,
+    /// Chunks sent to the model (0 for the extractive method).
+    pub chunks: u32,
+    pub input_chars: u64,
+    pub prompt_tokens: u64,
+    pub generated_tokens: u64,
+    /// Running headers/footers and page numbers removed; words rejoined across hyphens.
+    pub edge_lines_removed: u32,
+    pub dehyphenated: u32,
+    /// The model's name and the template (empty for the extractive method).
+    pub model: String,
+    pub template: String,
+    /// Why the model's answer was not used, when the method is extractive although a model
+    /// is loaded.
+    pub fallback: String,
+    /// Sentences kept by the extractive pre-selection of a document too long for
+    /// `max_model_chunks` (0: not condensed).
+    pub condensed_to_sentences: u32,
+    pub extract_ms: u64,
+    pub elapsed_ms: u64,
+    /// Answered from the cache.
+    pub cached: bool,
+    /// Repairs made to a damaged PDF, one line each.
+    pub warnings: Vec<String>,
+}
+
+/// A finished summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    pub text: String,
+    pub method: Method,
+    pub stats: SummaryStats,
+}
+
+/// Why a summary could not be made. The daemon maps each to a D-Bus error name
+/// (docs/DBUS.md).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SummaryError {
+    #[error("{0}")]
+    InvalidPdf(String),
+    #[error("{0}")]
+    Encrypted(String),
+    #[error("{0}")]
+    NoText(String),
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("{0}")]
+    InvalidArgs(String),
+    #[error("{0}")]
+    ModelUnavailable(String),
+    #[error("cancelled")]
+    Cancelled,
+    #[error("the daemon is shutting down; the job was not finished")]
+    ShuttingDown,
+    #[error("{0}")]
+    Internal(String),
+}

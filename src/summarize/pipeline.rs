@@ -1,0 +1,872 @@
+//! The pipeline's driver: from an input and options to a [`Summary`], reporting progress and
+//! streamed text to an [`Observer`]. Cancelling is dropping the future: the generation handles
+//! it holds cancel their prompts when dropped.
+
+use super::cache::{content_hash, CacheKey, SummaryCache};
+use super::chunk::{chunk, Chunk};
+use super::clean::{clean_pages, pages_of_text, CleanStats, Paragraph};
+use super::extract::{extract_pages, ExtractedPages};
+use super::extractive::{render_sentences, sentences_of, Ranker, Target};
+use super::generator::{GenError, GenEvent, GenHandle, Generate};
+use super::prompt::{
+    chunk_sentences, detect_language, parse_classification, parse_extraction, quoted_sentences, seqgpt_task_prompt,
+    SeqGptTask, Template, TemplateKind, EXTRACT_LABELS_PER_PROMPT,
+};
+use super::text::split_sentences;
+use super::{Language, Method, MethodChoice, Summary, SummaryError, SummaryOptions, SummaryStats};
+use crate::generate::{GenerationConfig, Sampling};
+use futures_util::stream::{self, StreamExt};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+pub use crate::pdf::Limits as PdfLimits;
+
+/// The version of the extractive ranker, part of cache keys.
+const EXTRACTIVE_VERSION: &str = "extractive-v1";
+
+/// What to summarize.
+#[derive(Debug)]
+pub enum Input {
+    /// Plain UTF-8 text; form feeds separate pages.
+    Text(String),
+    /// A PDF file's bytes. `permit`: a place among the extractions allowed at once
+    /// ([`Pipeline::extract_permit`]), when the caller took one before reading the file;
+    /// otherwise the pipeline takes one.
+    Pdf { bytes: Vec<u8>, permit: Option<OwnedSemaphorePermit> },
+}
+
+/// A phase of a job, as reported in progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Reading the PDF (pages done of total).
+    Extract,
+    /// Model prompts for the chunks (chunks done of total).
+    Summarize,
+    /// Merging partial summaries (prompts done of total).
+    Reduce,
+    /// The extractive ranker (0 of 1, then 1 of 1).
+    Rank,
+}
+
+impl Stage {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::Extract => "extract",
+            Stage::Summarize => "summarize",
+            Stage::Reduce => "reduce",
+            Stage::Rank => "rank",
+        }
+    }
+}
+
+/// Receives a job's progress and streamed text, in order.
+pub trait Observer: Send {
+    fn progress(&mut self, stage: Stage, done: u32, total: u32);
+    /// Text the model generated for prompt `index` (chunks from 0, then the reduce prompts),
+    /// as it grows; for the extractive method, the summary once.
+    fn partial(&mut self, index: u32, text: &str);
+}
+
+/// An observer that ignores everything.
+pub struct Ignore;
+
+impl Observer for Ignore {
+    fn progress(&mut self, _: Stage, _: u32, _: u32) {}
+    fn partial(&mut self, _: u32, _: &str) {}
+}
+
+/// The model side of a pipeline.
+pub struct ModelSetup {
+    pub generator: Arc<dyn Generate>,
+    pub template_name: String,
+    pub template: Template,
+    /// Why this template (logged, and shown in `seqgpt summarize --json`).
+    pub reason: String,
+    /// Identifies the model for cache keys (name, file size and time, template).
+    pub identity: String,
+}
+
+/// Tunables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PipelineSettings {
+    /// A document that needs more chunks than this is first condensed by the extractive
+    /// ranker to what fits this many chunks (CPU time stays bounded for long documents).
+    pub max_model_chunks: usize,
+    /// How long to wait before submitting again when the model's queue is full.
+    pub busy_retry: Duration,
+    /// The PDF extractor's limits (file size, pages, decoded streams, operators).
+    pub pdf_limits: PdfLimits,
+    /// PDFs extracted at once (each holds its file and its decoded streams in memory).
+    pub extract_concurrency: usize,
+}
+
+impl Default for PipelineSettings {
+    fn default() -> Self {
+        PipelineSettings {
+            max_model_chunks: 16,
+            busy_retry: Duration::from_millis(25),
+            pdf_limits: PdfLimits::default(),
+            extract_concurrency: 2,
+        }
+    }
+}
+
+pub struct Pipeline {
+    model: Option<ModelSetup>,
+    cache: Option<SummaryCache>,
+    settings: PipelineSettings,
+    extract_permits: Arc<Semaphore>,
+}
+
+/// The cleaned document.
+struct Document {
+    paragraphs: Vec<Paragraph>,
+    page_count: u32,
+    pages: u32,
+    input_chars: u64,
+    clean: CleanStats,
+    warnings: Vec<String>,
+}
+
+impl Pipeline {
+    pub fn new(model: Option<ModelSetup>, cache: Option<SummaryCache>, settings: PipelineSettings) -> Self {
+        if let Some(m) = &model {
+            tracing::info!("summary template '{}': {}", m.template_name, m.reason);
+        }
+        let extract_permits = Arc::new(Semaphore::new(settings.extract_concurrency.max(1)));
+        Pipeline { model, cache, settings, extract_permits }
+    }
+
+    /// Waits for a place among the PDF extractions allowed at once.
+    pub async fn extract_permit(&self) -> OwnedSemaphorePermit {
+        self.extract_permits.clone().acquire_owned().await.expect("the semaphore is never closed")
+    }
+
+    pub fn settings(&self) -> &PipelineSettings {
+        &self.settings
+    }
+
+    pub fn model(&self) -> Option<&ModelSetup> {
+        self.model.as_ref()
+    }
+
+    pub fn cache(&self) -> Option<&SummaryCache> {
+        self.cache.as_ref()
+    }
+
+    /// Whether a request may use the cache (not with a password or no_cache, and only when a
+    /// cache is configured).
+    pub fn cacheable(&self, opts: &SummaryOptions) -> bool {
+        self.cache.is_some() && !opts.no_cache && opts.password.is_none()
+    }
+
+    /// The cache key of a request whose input hashes to `content` ([`content_hash`]), or
+    /// `None` when it must not be cached.
+    pub fn cache_key(&self, content: String, input_kind: &'static str, opts: &SummaryOptions) -> Option<CacheKey> {
+        if !self.cacheable(opts) {
+            return None;
+        }
+        let summarizer = match self.chosen_model(opts) {
+            Ok(Some(m)) => m.identity.clone(),
+            _ => EXTRACTIVE_VERSION.to_string(),
+        };
+        Some(CacheKey {
+            content,
+            input_kind,
+            summarizer,
+            pages: opts.pages.as_ref().map(|r| (*r.start(), *r.end())),
+            length: opts.length,
+            language: opts.language.as_str().to_string(),
+            style: opts.style,
+        })
+    }
+
+
+    fn chosen_model(&self, opts: &SummaryOptions) -> Result<Option<&ModelSetup>, SummaryError> {
+        match (opts.method, &self.model) {
+            (MethodChoice::Extractive, _) => Ok(None),
+            (MethodChoice::Auto, m) => Ok(m.as_ref()),
+            (MethodChoice::Model, Some(m)) => Ok(Some(m)),
+            (MethodChoice::Model, None) => {
+                Err(SummaryError::ModelUnavailable("no model is loaded (method=model was asked); the extractive method is available".into()))
+            }
+        }
+    }
+
+    /// Summarizes `input`. The cache is consulted first and written after a deterministic
+    /// result.
+    pub async fn summarize(&self, input: Input, opts: &SummaryOptions, obs: &mut dyn Observer) -> Result<Summary, SummaryError> {
+        let started = Instant::now();
+        let model = self.chosen_model(opts)?;
+        let (input, key) = match input {
+            Input::Text(t) if self.cacheable(opts) => {
+                let key = self.cache_key(content_hash(t.as_bytes()), "text", opts);
+                (Input::Text(t), key)
+            }
+            Input::Pdf { bytes, permit } if self.cacheable(opts) => {
+                // Hashing up to max_pdf_bytes takes a while: not on the async threads.
+                let (bytes, hash) = tokio::task::spawn_blocking(move || {
+                    let h = content_hash(&bytes);
+                    (bytes, h)
+                })
+                .await
+                .map_err(|e| SummaryError::Internal(format!("hashing the PDF failed: {e}")))?;
+                (Input::Pdf { bytes, permit }, self.cache_key(hash, "pdf", opts))
+            }
+            other => (other, None),
+        };
+        if let (Some(k), Some(cache)) = (&key, &self.cache) {
+            if let Some(mut hit) = cache.get(k) {
+                hit.stats.elapsed_ms = started.elapsed().as_millis() as u64;
+                obs.partial(0, &hit.text);
+                return Ok(hit);
+            }
+        }
+        let mut extract_ms = 0;
+        let pages = match input {
+            Input::Text(t) => Pages::Text(t),
+            Input::Pdf { bytes, permit } => {
+                obs.progress(Stage::Extract, 0, 0);
+                let permit = match permit {
+                    Some(p) => p,
+                    None => self.extract_permit().await,
+                };
+                let (limits, o) = (self.settings.pdf_limits.clone(), opts.clone());
+                let t0 = Instant::now();
+                let extracted = tokio::task::spawn_blocking(move || {
+                    let r = extract_pages(&bytes, &o, &limits);
+                    drop(permit);
+                    r
+                })
+                .await
+                .map_err(|e| SummaryError::Internal(format!("the PDF extractor failed: {e}")))??;
+                extract_ms = t0.elapsed().as_millis() as u64;
+                let n = extracted.pages.len() as u32;
+                obs.progress(Stage::Extract, n, n);
+                Pages::Pdf(extracted)
+            }
+        };
+        let doc = prepare(pages, opts)?;
+        let mut stats = SummaryStats {
+            page_count: doc.page_count,
+            pages: doc.pages,
+            paragraphs: doc.paragraphs.len() as u32,
+            input_chars: doc.input_chars,
+            edge_lines_removed: doc.clean.edge_lines_removed as u32,
+            dehyphenated: doc.clean.dehyphenated as u32,
+            warnings: doc.warnings.clone(),
+            extract_ms,
+            ..SummaryStats::default()
+        };
+        let language = match opts.language {
+            Language::Auto => detect_language(&doc.paragraphs.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n")),
+            l => l,
+        };
+        let mut cacheable = true;
+        let (text, method) = match model {
+            Some(m) => {
+                stats.model = m.generator.info().name.clone();
+                stats.template = m.template_name.clone();
+                match self.model_summary(m, &doc, opts, language, &mut stats, obs).await {
+                    Ok(ModelOutcome::Summary(text)) => (text, Method::Model),
+                    Ok(ModelOutcome::Unusable(reason)) => {
+                        tracing::info!("model answer not used: {reason}");
+                        stats.fallback = reason;
+                        (extractive(&doc, opts, &mut stats, obs), Method::Extractive)
+                    }
+                    Err(ModelFailure::Stop(e)) => return Err(e),
+                    Err(ModelFailure::Failed(reason)) => {
+                        tracing::warn!("model failed, answering with the extractive method: {reason}");
+                        stats.fallback = reason;
+                        // A transient failure: the next request may well get the model's answer.
+                        cacheable = false;
+                        (extractive(&doc, opts, &mut stats, obs), Method::Extractive)
+                    }
+                }
+            }
+            None => (extractive(&doc, opts, &mut stats, obs), Method::Extractive),
+        };
+        stats.elapsed_ms = started.elapsed().as_millis() as u64;
+        let summary = Summary { text, method, stats };
+        if let (true, Some(k), Some(cache)) = (cacheable, &key, &self.cache) {
+            if let Err(e) = cache.put(k, &summary) {
+                tracing::warn!("summary cache: cannot store an entry in {}: {e}", cache.dir().display());
+            }
+        }
+        Ok(summary)
+    }
+
+    async fn model_summary(
+        &self,
+        m: &ModelSetup,
+        doc: &Document,
+        opts: &SummaryOptions,
+        language: Language,
+        stats: &mut SummaryStats,
+        obs: &mut dyn Observer,
+    ) -> Result<ModelOutcome, ModelFailure> {
+        let gen = m.generator.as_ref();
+        let t = &m.template;
+        let new_tokens = t.new_tokens(opts.length);
+        let budget = chunk_budget(gen, t, language, opts, new_tokens).map_err(ModelFailure::Failed)?;
+        let count = |s: &str| gen.count_tokens(s);
+        let mut paragraphs = std::borrow::Cow::Borrowed(&doc.paragraphs);
+        let mut chunks = chunk(&paragraphs, budget, &count);
+        if chunks.len() > self.settings.max_model_chunks {
+            let (condensed, kept) = condense(&doc.paragraphs, budget * self.settings.max_model_chunks * 9 / 10, &count);
+            stats.condensed_to_sentences = kept as u32;
+            paragraphs = std::borrow::Cow::Owned(condensed);
+            chunks = chunk(&paragraphs, budget, &count);
+            chunks.truncate(self.settings.max_model_chunks);
+        }
+        stats.chunks = chunks.len() as u32;
+        let config = GenerationConfig {
+            max_new_tokens: new_tokens,
+            sampling: Sampling::Greedy,
+            repetition_penalty: t.repetition_penalty,
+            stop_strings: t.stop.clone(),
+            ..GenerationConfig::default()
+        };
+        let prompts: Vec<String> = chunks.iter().map(|c| t.chunk_prompt(&c.text, language, opts.length)).collect();
+        obs.progress(Stage::Summarize, 0, prompts.len() as u32);
+        let answers = self.run_prompts(gen, &prompts, &config, 0, Stage::Summarize, stats, obs).await?;
+        match t.kind {
+            TemplateKind::Extract => Ok(select_quoted(&paragraphs, &chunks, &answers, opts, stats)),
+            TemplateKind::Instruction => {
+                let mut partials: Vec<String> = answers.iter().map(|a| clean_generated(a)).filter(|a| !a.is_empty()).collect();
+                if partials.is_empty() {
+                    return Ok(ModelOutcome::Unusable("the model answered with empty text".into()));
+                }
+                let mut index = prompts.len() as u32;
+                // Reduce: merge partial summaries, in groups that fit one prompt, until one is left.
+                while partials.len() > 1 {
+                    let groups = group_partials(&partials, budget, &count);
+                    if groups.len() == partials.len() {
+                        // No two partials fit one prompt together: another round could not
+                        // shrink them, so the answer is the partial summaries in order.
+                        partials = vec![partials.join("\n")];
+                        break;
+                    }
+                    let reduce: Vec<String> =
+                        groups.iter().map(|g| t.reduce_prompt(&numbered(g), language, opts.length)).collect();
+                    obs.progress(Stage::Reduce, 0, reduce.len() as u32);
+                    let out = self.run_prompts(gen, &reduce, &config, index, Stage::Reduce, stats, obs).await?;
+                    index += reduce.len() as u32;
+                    partials = out.iter().map(|a| clean_generated(a)).filter(|a| !a.is_empty()).collect();
+                    if partials.is_empty() {
+                        return Ok(ModelOutcome::Unusable("the model's reduce step answered with empty text".into()));
+                    }
+                }
+                let text = partials.remove(0);
+                let text = match opts.style {
+                    super::Style::Paragraph => text,
+                    super::Style::Bullets => {
+                        render_sentences(split_sentences(&text).into_iter().map(|r| &text[r]), super::Style::Bullets)
+                    }
+                };
+                Ok(ModelOutcome::Summary(text))
+            }
+        }
+    }
+
+    /// Submits `prompts` together (retrying while the queue is full), streams their text to
+    /// `obs` as prompt `first_index + i`, and returns the answers in prompt order.
+    #[allow(clippy::too_many_arguments)]
+    async fn run_prompts(
+        &self,
+        gen: &dyn Generate,
+        prompts: &[String],
+        config: &GenerationConfig,
+        first_index: u32,
+        stage: Stage,
+        stats: &mut SummaryStats,
+        obs: &mut dyn Observer,
+    ) -> Result<Vec<String>, ModelFailure> {
+        let mut handles: Vec<GenHandle> = Vec::with_capacity(prompts.len());
+        for p in prompts {
+            loop {
+                match gen.submit(p, config.clone()) {
+                    Ok(h) => {
+                        handles.push(h);
+                        break;
+                    }
+                    Err(GenError::Busy) => tokio::time::sleep(self.settings.busy_retry).await,
+                    Err(e) => return Err(ModelFailure::from_gen(e)),
+                }
+            }
+        }
+        let total = prompts.len() as u32;
+        let streams = handles.into_iter().enumerate().map(|(i, h)| {
+            stream::unfold(Some(h), move |h| async move {
+                let mut h = h?;
+                let ev = h.next().await;
+                match ev {
+                    None => Some(((i, GenEvent::Failed(GenError::ShuttingDown)), None)),
+                    Some(ev) => {
+                        let terminal = matches!(ev, GenEvent::Finished(_) | GenEvent::Failed(_));
+                        Some(((i, ev), if terminal { None } else { Some(h) }))
+                    }
+                }
+            })
+            .boxed()
+        });
+        let mut merged = stream::select_all(streams);
+        let mut answers: Vec<Option<String>> = vec![None; prompts.len()];
+        let mut done = 0u32;
+        while let Some((i, ev)) = merged.next().await {
+            match ev {
+                GenEvent::Started => {}
+                GenEvent::Text(t) => obs.partial(first_index + i as u32, &t),
+                GenEvent::Finished(out) => {
+                    stats.prompt_tokens += out.prompt_tokens as u64;
+                    stats.generated_tokens += out.generated_tokens as u64;
+                    answers[i] = Some(out.text);
+                    done += 1;
+                    obs.progress(stage, done, total);
+                }
+                GenEvent::Failed(e) => return Err(ModelFailure::from_gen(e)),
+            }
+        }
+        Ok(answers.into_iter().map(Option::unwrap_or_default).collect())
+    }
+
+    /// SeqGPT classification: the labels of `labels` the model assigns to `text`, and its raw
+    /// answer.
+    pub async fn classify(&self, text: &str, labels: &[String]) -> Result<(Vec<String>, String), SummaryError> {
+        let m = self.task_model()?;
+        check_labels(labels)?;
+        let prompt = seqgpt_task_prompt(SeqGptTask::Classify, text, labels);
+        let answer = self.task_answer(m, &prompt).await?;
+        Ok((parse_classification(&answer, labels), answer))
+    }
+
+    /// SeqGPT extraction: spans of `text` per kind, and the model's raw answers (one line per
+    /// prompt; kinds go six to a prompt, as SeqGPT's authors advise).
+    pub async fn extract(&self, text: &str, kinds: &[String]) -> Result<(BTreeMap<String, Vec<String>>, String), SummaryError> {
+        let m = self.task_model()?;
+        check_labels(kinds)?;
+        let mut all = BTreeMap::new();
+        let mut raw = Vec::new();
+        for group in kinds.chunks(EXTRACT_LABELS_PER_PROMPT) {
+            let prompt = seqgpt_task_prompt(SeqGptTask::Extract, text, group);
+            let answer = self.task_answer(m, &prompt).await?;
+            all.extend(parse_extraction(&answer, group));
+            raw.push(answer);
+        }
+        Ok((all, raw.join("\n")))
+    }
+
+    fn task_model(&self) -> Result<&ModelSetup, SummaryError> {
+        self.model.as_ref().ok_or_else(|| {
+            SummaryError::ModelUnavailable("no model is loaded: Classify and Extract need one (configure `model`)".into())
+        })
+    }
+
+    async fn task_answer(&self, m: &ModelSetup, prompt: &str) -> Result<String, SummaryError> {
+        let config = GenerationConfig {
+            max_new_tokens: 64,
+            sampling: Sampling::Greedy,
+            repetition_penalty: Template::seqgpt().repetition_penalty,
+            ..GenerationConfig::default()
+        };
+        let mut stats = SummaryStats::default();
+        let out = self
+            .run_prompts(m.generator.as_ref(), &[prompt.to_string()], &config, 0, Stage::Summarize, &mut stats, &mut Ignore)
+            .await
+            .map_err(|f| match f {
+                ModelFailure::Stop(e) => e,
+                ModelFailure::Failed(reason) => SummaryError::Internal(reason),
+            })?;
+        Ok(out.into_iter().next().unwrap_or_default().trim().to_string())
+    }
+}
+
+fn check_labels(labels: &[String]) -> Result<(), SummaryError> {
+    if labels.is_empty() || labels.iter().any(|l| l.trim().is_empty()) {
+        return Err(SummaryError::InvalidArgs("give at least one label, none of them empty".into()));
+    }
+    if labels.len() > 64 {
+        return Err(SummaryError::InvalidArgs("at most 64 labels".into()));
+    }
+    Ok(())
+}
+
+enum ModelOutcome {
+    Summary(String),
+    /// The model ran but its answer cannot be used (deterministic: cacheable).
+    Unusable(String),
+}
+
+enum ModelFailure {
+    /// End the job with this error (cancelled, shutting down).
+    Stop(SummaryError),
+    /// The model failed; answer extractively.
+    Failed(String),
+}
+
+impl ModelFailure {
+    fn from_gen(e: GenError) -> Self {
+        match e {
+            GenError::Cancelled => ModelFailure::Stop(SummaryError::Cancelled),
+            GenError::ShuttingDown => ModelFailure::Stop(SummaryError::ShuttingDown),
+            other => ModelFailure::Failed(other.to_string()),
+        }
+    }
+}
+
+/// Tokens of document text one chunk may hold: the template's prompt limit (or the model's
+/// context less the new tokens), less the template's own tokens and a small margin.
+fn chunk_budget(gen: &dyn Generate, t: &Template, lang: Language, opts: &SummaryOptions, new_tokens: usize) -> Result<usize, String> {
+    let ctx = gen.info().context_length;
+    let room = ctx.saturating_sub(new_tokens);
+    let limit = if t.max_prompt_tokens > 0 { t.max_prompt_tokens.min(room) } else { room };
+    let overhead = gen.count_tokens(&t.chunk_prompt("", lang, opts.length));
+    let reduce_overhead = gen.count_tokens(&t.reduce_prompt("", lang, opts.length));
+    let budget = limit.saturating_sub(overhead.max(reduce_overhead) + 8);
+    if budget < 32 {
+        return Err(format!(
+            "the model's context ({ctx} tokens) leaves no room for text after the template and {new_tokens} new tokens"
+        ));
+    }
+    Ok(budget)
+}
+
+/// The extractive pre-selection of a long document: its best sentences, in order, up to
+/// `tokens`; returns them as paragraphs (one per source paragraph) and how many were kept.
+fn condense(paragraphs: &[Paragraph], tokens: usize, count: &dyn Fn(&str) -> usize) -> (Vec<Paragraph>, usize) {
+    let ranker = Ranker::new(sentences_of(paragraphs));
+    let mut order: Vec<usize> = (0..ranker.sentences.len()).collect();
+    order.sort_by(|&a, &b| ranker.scores[b].total_cmp(&ranker.scores[a]).then(a.cmp(&b)));
+    let mut used = 0;
+    let mut keep = Vec::new();
+    for i in order {
+        let t = count(&ranker.sentences[i].text) + 1;
+        if used + t > tokens {
+            continue;
+        }
+        used += t;
+        keep.push(i);
+    }
+    keep.sort_unstable();
+    let mut out: Vec<Paragraph> = Vec::new();
+    let mut last_para = usize::MAX;
+    for &i in &keep {
+        let s = &ranker.sentences[i];
+        if s.paragraph == last_para {
+            let p = out.last_mut().expect("a paragraph was started");
+            super::text::join_pieces(&mut p.text, &s.text);
+        } else {
+            out.push(Paragraph { text: s.text.clone(), page: paragraphs[s.paragraph].page });
+            last_para = s.paragraph;
+        }
+    }
+    (out, keep.len())
+}
+
+/// The summary of an extract-kind template: the document's sentences that the answers quote,
+/// reduced to the target length by the ranker's scores, in document order.
+fn select_quoted(paragraphs: &[Paragraph], chunks: &[Chunk], answers: &[String], opts: &SummaryOptions, stats: &mut SummaryStats) -> ModelOutcome {
+    let ranker = Ranker::new(sentences_of(paragraphs));
+    stats.sentences = ranker.sentences.len() as u32;
+    let mut by_text: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, s) in ranker.sentences.iter().enumerate() {
+        by_text.entry(s.text.as_str()).or_default().push(i);
+    }
+    let mut quoted = vec![false; ranker.sentences.len()];
+    let mut any = false;
+    for (c, answer) in chunks.iter().zip(answers) {
+        let sentences = chunk_sentences(&c.text);
+        for i in quoted_sentences(answer, &sentences) {
+            // A piece of an overlong sentence has no exact match: find the sentence containing it.
+            let piece = sentences[i];
+            let hits: Vec<usize> = match by_text.get(piece) {
+                Some(v) => v.clone(),
+                None => ranker.sentences.iter().enumerate().filter(|(_, s)| s.text.contains(piece)).map(|(j, _)| j).collect(),
+            };
+            for j in hits {
+                quoted[j] = true;
+                any = true;
+            }
+        }
+    }
+    if !any {
+        return ModelOutcome::Unusable("the model's answer quotes no sentence of the document".into());
+    }
+    let target = Target::for_length(opts.length, ranker.sentences.len());
+    let chosen = ranker.select(target, |i| quoted[i]);
+    ModelOutcome::Summary(ranker.render(&chosen, opts.style))
+}
+
+/// Partial summaries grouped so that each group's reduce prompt fits `budget`.
+fn group_partials(partials: &[String], budget: usize, count: &dyn Fn(&str) -> usize) -> Vec<Vec<String>> {
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    let mut used = 0;
+    for p in partials {
+        let t = count(p) + 4;
+        match groups.last_mut() {
+            Some(g) if used + t <= budget => {
+                g.push(p.clone());
+                used += t;
+            }
+            _ => {
+                groups.push(vec![p.clone()]);
+                used = t;
+            }
+        }
+    }
+    groups
+}
+
+/// Generated text as a summary: control characters (which byte-level tokens can produce)
+/// dropped, except line breaks and tabs; trimmed.
+fn clean_generated(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control() || matches!(c, '\n' | '\t')).collect::<String>().trim().to_string()
+}
+
+fn numbered(parts: &[String]) -> String {
+    parts.iter().enumerate().map(|(i, p)| format!("{}. {}", i + 1, p)).collect::<Vec<_>>().join("\n")
+}
+
+/// The extractive summary, reported as the `rank` stage and one partial text.
+fn extractive(doc: &Document, opts: &SummaryOptions, stats: &mut SummaryStats, obs: &mut dyn Observer) -> String {
+    obs.progress(Stage::Rank, 0, 1);
+    let ranker = Ranker::new(sentences_of(&doc.paragraphs));
+    stats.sentences = ranker.sentences.len() as u32;
+    let target = Target::for_length(opts.length, ranker.sentences.len());
+    let chosen = ranker.select(target, |_| true);
+    let text = ranker.render(&chosen, opts.style);
+    obs.partial(0, &text);
+    obs.progress(Stage::Rank, 1, 1);
+    text
+}
+
+/// A document's pages: text to split at form feeds, or what the PDF extractor gave.
+enum Pages {
+    Text(String),
+    Pdf(ExtractedPages),
+}
+
+/// Pages -> selected pages -> cleaned paragraphs.
+fn prepare(input: Pages, opts: &SummaryOptions) -> Result<Document, SummaryError> {
+    let (page_count, pages, warnings, pdf) = match input {
+        Pages::Text(t) => {
+            let pages = pages_of_text(&t);
+            (pages.len() as u32, pages, Vec::new(), false)
+        }
+        Pages::Pdf(e) => (e.page_count, e.pages, e.warnings, true),
+    };
+    // PDF pages arrive already selected by the extractor; text pages are selected here.
+    let selected: Vec<(u32, String)> = match (&opts.pages, pdf) {
+        (Some(r), false) => {
+            let (a, b) = (*r.start(), *r.end());
+            if a == 0 || a > b || a > page_count {
+                return Err(SummaryError::InvalidArgs(format!(
+                    "pages {a}-{b} do not select any of the text's {page_count} pages (pages are separated by form feeds)"
+                )));
+            }
+            pages.into_iter().filter(|(n, _)| (a..=b).contains(n)).collect()
+        }
+        _ => pages,
+    };
+    let input_chars = selected.iter().map(|(_, t)| t.chars().count() as u64).sum();
+    let (paragraphs, clean) = clean_pages(&selected);
+    if paragraphs.is_empty() {
+        return Err(SummaryError::NoText("there is no text to summarize (empty after cleaning)".into()));
+    }
+    Ok(Document { paragraphs, page_count, pages: selected.len() as u32, input_chars, clean, warnings })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::generator::{CancelOnDrop, GenOutput, ModelInfo};
+    use super::super::{Length, Style};
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    /// A generator that answers every prompt with a fixed function of it, streaming it in two
+    /// pieces; one token per whitespace-separated word or CJK character.
+    struct Echo {
+        info: ModelInfo,
+        answer: Box<dyn Fn(&str) -> String + Send + Sync>,
+        prompts: Mutex<Vec<String>>,
+        busy_first: AtomicUsize,
+    }
+
+    impl Echo {
+        fn new(answer: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
+            Echo {
+                info: ModelInfo { name: "echo".into(), path: "echo.gguf".into(), context_length: 256, device: "cpu".into() },
+                answer: Box::new(answer),
+                prompts: Mutex::new(Vec::new()),
+                busy_first: AtomicUsize::new(0),
+            }
+        }
+    }
+
+    impl Generate for Echo {
+        fn info(&self) -> &ModelInfo {
+            &self.info
+        }
+        fn count_tokens(&self, text: &str) -> usize {
+            text.split_whitespace().map(|w| w.chars().filter(|c| super::super::text::is_cjk(*c)).count().max(1)).sum()
+        }
+        fn submit(&self, prompt: &str, _config: GenerationConfig) -> Result<GenHandle, GenError> {
+            if self.busy_first.load(Ordering::SeqCst) > 0 {
+                self.busy_first.fetch_sub(1, Ordering::SeqCst);
+                return Err(GenError::Busy);
+            }
+            self.prompts.lock().unwrap().push(prompt.to_string());
+            let answer = (self.answer)(prompt);
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+            let half = answer.char_indices().nth(answer.chars().count() / 2).map_or(answer.len(), |(i, _)| i);
+            tx.send(GenEvent::Started).unwrap();
+            tx.send(GenEvent::Text(answer[..half].to_string())).unwrap();
+            tx.send(GenEvent::Text(answer[half..].to_string())).unwrap();
+            tx.send(GenEvent::Finished(GenOutput { text: answer.clone(), prompt_tokens: 1, generated_tokens: 2 })).unwrap();
+            Ok(GenHandle::new(rx, CancelOnDrop::new(|| {})))
+        }
+        fn queue_len(&self) -> usize {
+            0
+        }
+    }
+
+    fn pipeline(gen: Echo, template: Template) -> Pipeline {
+        let setup = ModelSetup {
+            generator: Arc::new(gen),
+            template_name: "test".into(),
+            template,
+            reason: "test".into(),
+            identity: "echo".into(),
+        };
+        Pipeline::new(Some(setup), None, PipelineSettings::default())
+    }
+
+    #[derive(Default)]
+    struct Record(Vec<String>);
+
+    impl Observer for Record {
+        fn progress(&mut self, stage: Stage, done: u32, total: u32) {
+            self.0.push(format!("{} {done}/{total}", stage.as_str()));
+        }
+        fn partial(&mut self, index: u32, text: &str) {
+            self.0.push(format!("partial {index} {text}"));
+        }
+    }
+
+    const DOC: &str = "Solar panels convert sunlight into electricity. The cells are made of silicon.\n\n\
+                       Installing solar panels lowers the electricity bill. Many households recover the cost within ten years.";
+
+    #[tokio::test]
+    async fn extract_template_keeps_quoted_sentences() {
+        let p = pipeline(Echo::new(|_| "key sentence: installing solar panels lowers the electricity bill".into()), Template::seqgpt());
+        let mut rec = Record::default();
+        let s = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut rec).await.unwrap();
+        assert_eq!(s.method, Method::Model);
+        assert_eq!(s.text, "Installing solar panels lowers the electricity bill.");
+        assert_eq!(s.stats.chunks, 1);
+        assert_eq!(s.stats.template, "test");
+        assert_eq!(rec.0.first().unwrap(), "summarize 0/1");
+        assert_eq!(rec.0.last().unwrap(), "summarize 1/1");
+        assert!(rec.0.iter().any(|e| e.starts_with("partial 0 ")));
+    }
+
+    #[tokio::test]
+    async fn extract_template_with_an_unusable_answer_falls_back() {
+        let p = pipeline(Echo::new(|_| "zz qq xx".into()), Template::seqgpt());
+        let s = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut Ignore).await.unwrap();
+        assert_eq!(s.method, Method::Extractive);
+        assert!(s.stats.fallback.contains("quotes no sentence"), "{}", s.stats.fallback);
+        assert!(!s.text.is_empty());
+    }
+
+    #[tokio::test]
+    async fn instruction_template_reduces_several_chunks() {
+        let gen = Echo::new(|p| if p.starts_with("Summaries") { "Final summary.".into() } else { "Part summary.".into() });
+        gen.busy_first.store(3, Ordering::SeqCst);
+        let mut t = Template::bloomz();
+        // A small prompt limit forces several chunks.
+        t.max_prompt_tokens = 60;
+        let long: String = (0..30).map(|i| format!("Sentence number {i} talks about topic {i}.\n\n")).collect();
+        let p = pipeline(gen, t);
+        let mut rec = Record::default();
+        let s = p.summarize(Input::Text(long), &SummaryOptions { length: Length::Short, ..Default::default() }, &mut rec).await.unwrap();
+        assert_eq!(s.method, Method::Model);
+        assert_eq!(s.text, "Final summary.");
+        assert!(s.stats.chunks > 1);
+        assert!(rec.0.iter().any(|e| e.starts_with("reduce ")), "{:?}", rec.0);
+        // Chunk partials first, then the reduce prompt's, numbered after the chunks.
+        let reduce_partial = format!("partial {} ", s.stats.chunks);
+        assert!(rec.0.iter().any(|e| e.starts_with(&reduce_partial)), "{:?}", rec.0);
+    }
+
+    #[tokio::test]
+    async fn bullets_and_method_choice() {
+        let p = pipeline(Echo::new(|_| "First point. Second point.".into()), Template::bloomz());
+        let opts = SummaryOptions { style: Style::Bullets, ..Default::default() };
+        let s = p.summarize(Input::Text(DOC.into()), &opts, &mut Ignore).await.unwrap();
+        assert_eq!(s.text, "- First point.\n- Second point.");
+        let opts = SummaryOptions { method: MethodChoice::Extractive, ..Default::default() };
+        let s = p.summarize(Input::Text(DOC.into()), &opts, &mut Ignore).await.unwrap();
+        assert_eq!(s.method, Method::Extractive);
+        assert!(s.stats.fallback.is_empty());
+        let none = Pipeline::new(None, None, PipelineSettings::default());
+        let opts = SummaryOptions { method: MethodChoice::Model, ..Default::default() };
+        let err = none.summarize(Input::Text(DOC.into()), &opts, &mut Ignore).await.unwrap_err();
+        assert!(matches!(err, SummaryError::ModelUnavailable(_)));
+    }
+
+    #[tokio::test]
+    async fn text_pages_and_errors() {
+        let none = Pipeline::new(None, None, PipelineSettings::default());
+        let text = "Page one has a sentence about rivers.\u{000C}Page two talks about mountains and valleys.";
+        let opts = SummaryOptions { pages: Some(2..=2), ..Default::default() };
+        let s = none.summarize(Input::Text(text.into()), &opts, &mut Ignore).await.unwrap();
+        assert!(s.text.contains("mountains") && !s.text.contains("rivers"));
+        assert_eq!((s.stats.page_count, s.stats.pages), (2, 1));
+        let opts = SummaryOptions { pages: Some(3..=4), ..Default::default() };
+        assert!(matches!(none.summarize(Input::Text(text.into()), &opts, &mut Ignore).await, Err(SummaryError::InvalidArgs(_))));
+        assert!(matches!(none.summarize(Input::Text(" \n\n ".into()), &SummaryOptions::default(), &mut Ignore).await, Err(SummaryError::NoText(_))));
+    }
+
+    #[tokio::test]
+    async fn cache_hits_skip_the_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = SummaryCache::open(dir.path(), 10).unwrap();
+        let p = Pipeline::new(None, Some(cache), PipelineSettings::default());
+        let first = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut Ignore).await.unwrap();
+        assert!(!first.stats.cached);
+        let again = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut Ignore).await.unwrap();
+        assert!(again.stats.cached);
+        assert_eq!(again.text, first.text);
+        let opts = SummaryOptions { no_cache: true, ..Default::default() };
+        assert!(!p.summarize(Input::Text(DOC.into()), &opts, &mut Ignore).await.unwrap().stats.cached);
+        let opts = SummaryOptions { password: Some("x".into()), ..Default::default() };
+        assert!(p.cache_key(content_hash(DOC.as_bytes()), "text", &opts).is_none());
+    }
+
+    #[tokio::test]
+    async fn classify_and_extract_use_seqgpt_prompts() {
+        let p = pipeline(Echo::new(|p| if p.contains("分类") { "neg".into() } else { "地名: 北京".into() }), Template::seqgpt());
+        let (labels, raw) = p.classify("bad film", &["pos".into(), "neg".into()]).await.unwrap();
+        assert_eq!((labels, raw.as_str()), (vec!["neg".to_string()], "neg"));
+        let (spans, _) = p.extract("我在北京", &["地名".into()]).await.unwrap();
+        assert_eq!(spans["地名"], vec!["北京"]);
+        assert!(matches!(p.classify("x", &[]).await, Err(SummaryError::InvalidArgs(_))));
+        let none = Pipeline::new(None, None, PipelineSettings::default());
+        assert!(matches!(none.classify("x", &["a".into()]).await, Err(SummaryError::ModelUnavailable(_))));
+    }
+
+    #[test]
+    fn condense_keeps_the_best_sentences_in_order() {
+        let paras: Vec<Paragraph> = (0..40)
+            .map(|i| Paragraph { text: format!("Solar energy fact number {i} about panels. Unrelated filler {i} here."), page: 1 })
+            .collect();
+        let count = |s: &str| s.split_whitespace().count();
+        let (out, kept) = condense(&paras, 100, &count);
+        assert!(kept > 0 && kept < 80);
+        assert!(out.iter().map(|p| count(&p.text)).sum::<usize>() <= 100);
+    }
+}

@@ -1,0 +1,351 @@
+//! Script-aware text helpers shared by the pipeline: CJK detection, sentence splitting and the
+//! terms the extractive ranker counts.
+//!
+//! Latin-script text separates words with spaces and ends sentences with `.`, `!` or `?`
+//! followed by a space; CJK text has no spaces, and ends sentences with `。！？` whether or not
+//! anything follows. Both can be mixed in one paragraph (a Chinese sentence quoting an English
+//! name), so every rule here looks at the characters around a boundary, not at a document-wide
+//! language guess.
+
+use std::ops::Range;
+
+/// Han ideographs, kana, hangul, bopomofo: letters of scripts written without spaces.
+pub fn is_cjk_letter(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF     // hiragana, katakana
+        | 0x3100..=0x312F   // bopomofo
+        | 0x3130..=0x318F   // hangul compatibility jamo
+        | 0x31F0..=0x31FF   // katakana phonetic extensions
+        | 0x3400..=0x4DBF   // CJK extension A
+        | 0x4E00..=0x9FFF   // CJK unified ideographs
+        | 0xAC00..=0xD7AF   // hangul syllables
+        | 0x1100..=0x11FF   // hangul jamo
+        | 0xF900..=0xFAFF   // CJK compatibility ideographs
+        | 0xFF66..=0xFF9D   // halfwidth katakana
+        | 0x20000..=0x2FA1F // CJK extensions B-F, compatibility supplement
+    )
+}
+
+/// CJK letters plus the CJK and fullwidth punctuation blocks: characters after which no space
+/// is needed when two lines are joined.
+pub fn is_cjk(c: char) -> bool {
+    is_cjk_letter(c) || matches!(c as u32, 0x3000..=0x303F | 0xFF00..=0xFF65 | 0xFE30..=0xFE4F)
+}
+
+/// Share of CJK letters among all letters of `text` (0 when it has no letters).
+pub fn cjk_ratio(text: &str) -> f64 {
+    let (mut cjk, mut letters) = (0usize, 0usize);
+    for c in text.chars() {
+        if is_cjk_letter(c) {
+            cjk += 1;
+            letters += 1;
+        } else if c.is_alphabetic() {
+            letters += 1;
+        }
+    }
+    if letters == 0 {
+        0.0
+    } else {
+        cjk as f64 / letters as f64
+    }
+}
+
+/// Joins two pieces of text the way a line break inside a paragraph reads: no space between
+/// CJK characters, one space otherwise.
+pub fn join_pieces(out: &mut String, next: &str) {
+    let next = next.trim();
+    if next.is_empty() {
+        return;
+    }
+    let prev_end = out.trim_end().chars().last();
+    out.truncate(out.trim_end().len());
+    match (prev_end, next.chars().next()) {
+        (None, _) => {}
+        (Some(a), Some(b)) if is_cjk(a) && is_cjk(b) => {}
+        (Some(a), _) if is_cjk(a) && matches!(a, '。' | '！' | '？' | '，' | '、' | '；' | '：') => {}
+        _ => out.push(' '),
+    }
+    out.push_str(next);
+}
+
+/// Visual length of a summary: a CJK character carries about as much as a short Latin word,
+/// so it counts 2.5 against a budget where a Latin character counts 1.
+pub fn weighted_len(text: &str) -> f64 {
+    text.chars().map(|c| if is_cjk_letter(c) { 2.5 } else { 1.0 }).sum()
+}
+
+const CJK_TERMINATORS: &[char] = &['。', '！', '？', '｡', '！', '？', '…'];
+const LATIN_TERMINATORS: &[char] = &['.', '!', '?'];
+/// Closing quotes and brackets that stay with the sentence they end.
+const CLOSERS: &[char] = &['"', '\'', ')', ']', '}', '”', '’', '」', '』', '）', '】', '》', '〉', '〕', '］', '｝'];
+
+/// Abbreviations after which a period does not end a sentence (compared lowercase, without
+/// the period).
+const ABBREVIATIONS: &[&str] = &[
+    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "vs", "etc", "e.g", "i.e", "cf", "fig", "figs", "no",
+    "nos", "vol", "vols", "pp", "p", "ed", "eds", "inc", "ltd", "co", "corp", "dept", "univ", "approx", "est", "al",
+    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "gen", "gov", "sen", "rep",
+    "ca", "op", "cit", "ibid", "eq", "eqs", "sec", "ch", "art", "para",
+];
+
+/// Byte ranges of the sentences of `text` (one paragraph: line breaks already joined), in
+/// order, trimmed, never empty. Text without a terminator is one sentence.
+pub fn split_sentences(text: &str) -> Vec<Range<usize>> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut out = Vec::new();
+    let mut start = 0usize;
+    let mut i = 0usize;
+    while i < chars.len() {
+        let (_, c) = chars[i];
+        let mut end_here = None;
+        if CJK_TERMINATORS.contains(&c) {
+            // A run of terminators ("？！", "……") and the closers after it stay together.
+            let mut j = i + 1;
+            while j < chars.len() && (CJK_TERMINATORS.contains(&chars[j].1) || LATIN_TERMINATORS.contains(&chars[j].1)) {
+                j += 1;
+            }
+            while j < chars.len() && CLOSERS.contains(&chars[j].1) {
+                j += 1;
+            }
+            end_here = Some(j);
+        } else if LATIN_TERMINATORS.contains(&c) {
+            let mut j = i + 1;
+            while j < chars.len() && LATIN_TERMINATORS.contains(&chars[j].1) {
+                j += 1;
+            }
+            let single = j == i + 1;
+            while j < chars.len() && CLOSERS.contains(&chars[j].1) {
+                j += 1;
+            }
+            let at_end = j >= chars.len();
+            let followed_by_space = !at_end && chars[j].1.is_whitespace();
+            let followed_by_cjk = !at_end && is_cjk_letter(chars[j].1);
+            if (at_end || followed_by_space || followed_by_cjk) && latin_boundary(text, &chars, i, j, single) {
+                end_here = Some(j);
+            }
+        }
+        if let Some(j) = end_here {
+            let end_byte = if j < chars.len() { chars[j].0 } else { text.len() };
+            push_trimmed(&mut out, text, start, end_byte);
+            start = end_byte;
+            i = j;
+        } else {
+            i += 1;
+        }
+    }
+    push_trimmed(&mut out, text, start, text.len());
+    out
+}
+
+/// Whether the Latin terminator at char index `i` (the run ending before `j`) ends a sentence.
+/// `single`: the terminator is one character (an abbreviation's period, not "?!" or "...").
+fn latin_boundary(text: &str, chars: &[(usize, char)], i: usize, j: usize, single: bool) -> bool {
+    let c = chars[i].1;
+    if c == '.' && single {
+        // The word before the period.
+        let mut k = i;
+        while k > 0 && !chars[k - 1].1.is_whitespace() && !matches!(chars[k - 1].1, '(' | '"' | '“' | '\'') {
+            k -= 1;
+        }
+        let word = &text[chars[k].0..chars[i].0];
+        let lower = word.to_lowercase();
+        if ABBREVIATIONS.contains(&lower.as_str()) {
+            return false;
+        }
+        // An initial ("J. Smith", "U.S.") or a dotted abbreviation.
+        let letters: Vec<char> = word.chars().filter(|c| c.is_alphabetic()).collect();
+        if letters.len() == 1 && letters[0].is_uppercase() && word.chars().count() <= 2 {
+            return false;
+        }
+        if word.contains('.') && word.chars().all(|c| c.is_alphabetic() || c == '.') && word.chars().filter(|c| c.is_alphabetic()).count() <= 4 {
+            return false;
+        }
+    }
+    // The next word: a sentence starts with an uppercase letter, a digit, a quote or bracket,
+    // or a CJK letter; a lowercase word continues the sentence ("approx. five", "p. 7").
+    let mut k = j;
+    while k < chars.len() && chars[k].1.is_whitespace() {
+        k += 1;
+    }
+    if k >= chars.len() {
+        return true;
+    }
+    let n = chars[k].1;
+    !n.is_lowercase()
+}
+
+fn push_trimmed(out: &mut Vec<Range<usize>>, text: &str, start: usize, end: usize) {
+    let piece = &text[start..end];
+    let lead = piece.len() - piece.trim_start().len();
+    let trail = piece.len() - piece.trim_end().len();
+    if lead + trail < piece.len() {
+        out.push(start + lead..end - trail);
+    }
+}
+
+/// English function words that carry no topic (the ranker skips them).
+const STOPWORDS: &[&str] = &[
+    "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "as", "at", "be",
+    "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does",
+    "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her",
+    "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself",
+    "just", "may", "me", "might", "more", "most", "must", "my", "myself", "no", "nor", "not", "now", "of", "off", "on",
+    "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so",
+    "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they",
+    "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when",
+    "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself",
+    "yourselves", "one", "two", "its", "let", "many", "much", "every", "whether", "yet", "upon", "via",
+];
+
+/// Common CJK function characters; a bigram made only of them carries no topic.
+const CJK_FUNCTION_CHARS: &[char] = &[
+    '的', '了', '是', '在', '和', '与', '或', '也', '就', '都', '而', '及', '着', '之', '其', '这', '那', '个', '们', '为',
+    '以', '于', '对', '把', '被', '从', '到', '将', '会', '能', '要', '可', '有', '不', 'の', 'は', 'が', 'を', 'に', 'で',
+    'と', 'も', 'た', 'て', 'し', 'す', 'る', 'な', 'い',
+];
+
+/// The terms of `text` the ranker counts: lowercase Latin words (stop words and one-letter
+/// words dropped, a plural `s` stripped) and, for runs of CJK letters, overlapping character
+/// bigrams (a lone CJK letter counts as a unigram). Deterministic; in text order.
+pub fn terms(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut cjk_run: Vec<char> = Vec::new();
+    let flush_word = |word: &mut String, out: &mut Vec<String>| {
+        if !word.is_empty() {
+            let w = word.to_lowercase();
+            word.clear();
+            if w.chars().count() < 2 && !w.chars().all(|c| c.is_ascii_digit()) {
+                return;
+            }
+            if STOPWORDS.contains(&w.as_str()) {
+                return;
+            }
+            out.push(stem(&w));
+        }
+    };
+    let flush_cjk = |run: &mut Vec<char>, out: &mut Vec<String>| {
+        match run.len() {
+            0 => {}
+            1 => {
+                if !CJK_FUNCTION_CHARS.contains(&run[0]) {
+                    out.push(run[0].to_string());
+                }
+            }
+            _ => {
+                for pair in run.windows(2) {
+                    if CJK_FUNCTION_CHARS.contains(&pair[0]) && CJK_FUNCTION_CHARS.contains(&pair[1]) {
+                        continue;
+                    }
+                    out.push(pair.iter().collect());
+                }
+            }
+        }
+        run.clear();
+    };
+    for c in text.chars() {
+        if is_cjk_letter(c) {
+            flush_word(&mut word, &mut out);
+            cjk_run.push(c);
+        } else if c.is_alphanumeric() || (c == '\'' && !word.is_empty()) {
+            flush_cjk(&mut cjk_run, &mut out);
+            if c != '\'' {
+                word.push(c);
+            }
+        } else {
+            flush_word(&mut word, &mut out);
+            flush_cjk(&mut cjk_run, &mut out);
+        }
+    }
+    flush_word(&mut word, &mut out);
+    flush_cjk(&mut cjk_run, &mut out);
+    out
+}
+
+/// A light English stemmer: folds plural and possessive endings so that "summary" and
+/// "summaries", "model" and "models" count as one term.
+fn stem(w: &str) -> String {
+    if !w.is_ascii() || w.len() <= 3 {
+        return w.to_string();
+    }
+    if let Some(s) = w.strip_suffix("ies") {
+        if s.len() >= 2 {
+            return format!("{s}y");
+        }
+    }
+    if w.ends_with("ss") || w.ends_with("us") || w.ends_with("is") {
+        return w.to_string();
+    }
+    if let Some(s) = w.strip_suffix("es") {
+        if s.ends_with("ch") || s.ends_with("sh") || s.ends_with('x') {
+            return s.to_string();
+        }
+    }
+    if let Some(s) = w.strip_suffix('s') {
+        return s.to_string();
+    }
+    w.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sentences(text: &str) -> Vec<&str> {
+        split_sentences(text).into_iter().map(|r| &text[r]).collect()
+    }
+
+    #[test]
+    fn english_sentences_respect_abbreviations_and_initials() {
+        let t = "Dr. Smith arrived at 3.30 p.m. on Monday. He met J. R. Jones, e.g. the new director! Was it late? Yes.";
+        assert_eq!(
+            sentences(t),
+            vec!["Dr. Smith arrived at 3.30 p.m. on Monday.", "He met J. R. Jones, e.g. the new director!", "Was it late?", "Yes."]
+        );
+    }
+
+    #[test]
+    fn quotes_stay_with_their_sentence() {
+        let t = "She said \"stop.\" Then she left. (It was over.) The end";
+        assert_eq!(sentences(t), vec!["She said \"stop.\"", "Then she left.", "(It was over.)", "The end"]);
+    }
+
+    #[test]
+    fn chinese_sentences_split_without_spaces() {
+        let t = "今天天气很好。我们去公园散步吧！你觉得怎么样？“好的。”他说。";
+        assert_eq!(sentences(t), vec!["今天天气很好。", "我们去公园散步吧！", "你觉得怎么样？", "“好的。”", "他说。"]);
+    }
+
+    #[test]
+    fn mixed_script_sentences() {
+        let t = "Vim 是一个编辑器。It has many commands. 本教程介绍基本命令。";
+        assert_eq!(sentences(t), vec!["Vim 是一个编辑器。", "It has many commands.", "本教程介绍基本命令。"]);
+    }
+
+    #[test]
+    fn lowercase_continuation_is_not_a_boundary() {
+        assert_eq!(sentences("See approx. five items. Done."), vec!["See approx. five items.", "Done."]);
+        assert_eq!(sentences("No terminator here"), vec!["No terminator here"]);
+        assert!(sentences("   ").is_empty());
+    }
+
+    #[test]
+    fn terms_use_bigrams_for_cjk_and_words_for_latin() {
+        assert_eq!(terms("The models summarize PDFs."), vec!["model", "summarize", "pdf"]);
+        assert_eq!(terms("机器学习"), vec!["机器", "器学", "学习"]);
+        assert_eq!(terms("用 Vim 编辑"), vec!["用", "vim", "编辑"]);
+        // Bigrams of two function characters are dropped.
+        assert_eq!(terms("的了"), Vec::<String>::new());
+    }
+
+    #[test]
+    fn joining_lines_depends_on_script() {
+        let mut s = String::from("中文的第一");
+        join_pieces(&mut s, "行继续");
+        assert_eq!(s, "中文的第一行继续");
+        let mut s = String::from("an English");
+        join_pieces(&mut s, "line");
+        assert_eq!(s, "an English line");
+        assert!(cjk_ratio("中文 text") > 0.2 && cjk_ratio("中文 text") < 0.5);
+    }
+}
