@@ -218,8 +218,17 @@ impl Config {
                 known.keys().cloned().collect::<Vec<_>>().join(", ")
             ));
         }
-        crate::summarize::runner::RunnerConfig::from_scheduler_table(&self.scheduler).map_err(ConfigError::Invalid)?;
+        self.scheduler_config()?;
         Ok(())
+    }
+
+    /// The `[scheduler]` table as the scheduler's settings (unknown keys are errors).
+    pub fn scheduler_config(&self) -> Result<crate::scheduler::SchedulerConfig, ConfigError> {
+        let cfg: crate::scheduler::SchedulerConfig = toml::Value::Table(self.scheduler.clone())
+            .try_into()
+            .map_err(|e| ConfigError::Invalid(format!("[scheduler]: {e}")))?;
+        cfg.validate().map_err(|e| ConfigError::Invalid(format!("[scheduler]: {e}")))?;
+        Ok(cfg)
     }
 
     /// The summary template for a model called `general_name`: (name, template, why).

@@ -258,8 +258,8 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     } else {
         None
     };
-    let (runner, setup) = match loaded {
-        Some(m) => (Some(m.runner), Some(m.setup)),
+    let (generator, setup) = match loaded {
+        Some(m) => (Some(m.generator), Some(m.setup)),
         None => (None, None),
     };
     let pipeline = Pipeline::new(setup, crate::service::open_cache(&cfg), crate::service::pipeline_settings(&cfg));
@@ -280,8 +280,8 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     let result = pipeline.summarize(input, &opts, &mut obs).await;
     obs.display.finish();
     drop(pipeline);
-    if let Some(r) = runner {
-        let _ = tokio::task::spawn_blocking(move || r.shutdown()).await;
+    if let Some(g) = generator {
+        g.shutdown().await;
     }
     let summary: Summary = result.map_err(|e| anyhow::anyhow!("{}", ServiceError::from(e)))?;
     Ok(Outcome {

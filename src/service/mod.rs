@@ -23,7 +23,7 @@ use crate::sd_notify::{watchdog_interval, Notifier};
 use crate::summarize::cache::SummaryCache;
 use crate::summarize::generator::ModelInfo;
 use crate::summarize::pipeline::{ModelSetup, Pipeline, PipelineSettings};
-use crate::summarize::runner::{EngineRunner, RunnerConfig};
+use crate::summarize::scheduled::ScheduledGenerator;
 use anyhow::{bail, Context};
 use futures_util::StreamExt;
 use std::path::{Path, PathBuf};
@@ -87,7 +87,7 @@ pub fn connection_builder(bus: &Bus) -> anyhow::Result<zbus::connection::Builder
 
 /// The model side of the daemon, when a model is configured and loads.
 pub struct LoadedModel {
-    pub runner: Arc<EngineRunner>,
+    pub generator: Arc<ScheduledGenerator>,
     pub setup: ModelSetup,
     pub device: String,
 }
@@ -131,11 +131,14 @@ pub fn load_model(
     };
     let (template_name, template, reason) = cfg.template_for(&name);
     let identity = model_identity(&path, &name, &template_name, &template);
-    let runner_cfg = RunnerConfig::from_scheduler_table(&cfg.scheduler).map_err(anyhow::Error::msg)?;
-    let runner = Arc::new(EngineRunner::start(engine, info.clone(), runner_cfg, on_tick).context("starting the engine thread")?);
+    let sched_cfg = cfg.scheduler_config()?;
+    let generator = Arc::new(
+        ScheduledGenerator::start(engine, info.clone(), sched_cfg, on_tick)
+            .map_err(|e| anyhow::anyhow!("starting the scheduler: {e}"))?,
+    );
     tracing::info!("model {} ({name}) on {}, context {} tokens", path.display(), info.device, info.context_length);
-    let setup = ModelSetup { generator: runner.clone(), template_name, template, reason, identity };
-    Ok(Some(LoadedModel { runner, setup, device: info.device }))
+    let setup = ModelSetup { generator: generator.clone(), template_name, template, reason, identity };
+    Ok(Some(LoadedModel { generator, setup, device: info.device }))
 }
 
 /// What identifies a model for the cache: its name, file size and modification time, and
@@ -232,8 +235,8 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     };
     let loaded = tokio::task::block_in_place(|| load_model(&cfg, opts.model.as_deref(), engine_tick))?;
     let device = loaded.as_ref().map_or_else(|| "cpu".to_string(), |m| m.device.clone());
-    let (runner, setup) = match loaded {
-        Some(m) => (Some(m.runner), Some(m.setup)),
+    let (generator, setup) = match loaded {
+        Some(m) => (Some(m.generator), Some(m.setup)),
         None => (None, None),
     };
     let pipeline = Arc::new(Pipeline::new(setup, open_cache(&cfg), pipeline_settings(&cfg)));
@@ -263,7 +266,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         })
     };
     // Without an engine loop, the runtime itself proves it turns.
-    let runtime_watchdog = match (&notifier, watchdog, runner.is_some()) {
+    let runtime_watchdog = match (&notifier, watchdog, generator.is_some()) {
         (Some(n), Some(every), false) => {
             let mut tick = watchdog_tick(n.clone(), every);
             Some(tokio::spawn(async move {
@@ -322,8 +325,8 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     if let Some(t) = runtime_watchdog {
         t.abort();
     }
-    if let Some(r) = runner {
-        let _ = tokio::task::spawn_blocking(move || r.shutdown()).await;
+    if let Some(g) = generator {
+        g.shutdown().await;
     }
     // Every job's last signal was written when its emitter returned; retention timers still
     // hold clones of the connection, so close it rather than wait for them.

@@ -1,10 +1,9 @@
 //! What the pipeline needs from whatever runs the model: submit one prompt, receive its
 //! events, cancel by dropping the handle.
 //!
-//! The daemon and `seqgpt summarize --local --model F` both use [`super::runner::EngineRunner`]
-//! (an engine thread with continuous batching over [`crate::generate::Batch`]). Keeping the
-//! pipeline behind this trait is what lets the async scheduler (`seqgpt::scheduler`, issue 5)
-//! replace the runner in the daemon without touching the pipeline.
+//! The daemon and `seqgpt summarize --local --model F` both use
+//! [`super::scheduled::ScheduledGenerator`] (the async scheduler of [`crate::scheduler`]); the
+//! pipeline's tests use a scripted fake.
 
 use crate::generate::GenerationConfig;
 use tokio::sync::mpsc::UnboundedReceiver;

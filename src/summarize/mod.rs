@@ -18,7 +18,7 @@ pub mod extractive;
 pub mod generator;
 pub mod pipeline;
 pub mod prompt;
-pub mod runner;
+pub mod scheduled;
 pub mod text;
 
 pub use pipeline::{Input, Observer, Pipeline, PipelineSettings, Stage};
