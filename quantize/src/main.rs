@@ -12,7 +12,7 @@ use seqgpt_quantize::rtn::GroupQuant;
 use std::path::PathBuf;
 
 /// Weight type of AWQ / RTN files unless --wtype says otherwise (docs/QUANTIZATION.md).
-const DEFAULT_WTYPE: GgmlType = GgmlType::Q4_1;
+const DEFAULT_WTYPE: GgmlType = GgmlType::Q4_0;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -87,7 +87,7 @@ struct QuantizeArgs {
     #[arg(long, value_enum)]
     method: Option<MethodArg>,
     /// Weight type of the matrices: f32, f16, bf16, q8_0, q6_K, q5_0, q5_1, q4_0, q4_1
-    /// (rtn/awq: q4_0, q4_1, q5_0, q5_1, q8_0). Default: f16 (plain), q4_1 (rtn, awq).
+    /// (rtn/awq: q4_0, q4_1, q5_0, q5_1, q8_0). Default: f16 (plain), q4_0 (rtn, awq).
     #[arg(long, value_parser = parse_type)]
     wtype: Option<GgmlType>,
     /// Type of the token embedding (and the tied LM head). Default: --wtype (plain), q6_K
@@ -143,7 +143,7 @@ struct SimulateArgs {
     #[arg(long, value_enum, default_value = "awq")]
     method: MethodArg,
     /// Block matrix type (f32: left unquantized, to judge --embd-type alone).
-    #[arg(long, value_parser = parse_type, default_value = "q4_1")]
+    #[arg(long, value_parser = parse_type, default_value = "q4_0")]
     wtype: GgmlType,
     /// Token embedding / tied head type (f32: left as is). With --head-only, a
     /// comma-separated list.

@@ -1,11 +1,12 @@
 //! `y = x W^T + b` with `W` in any ggml type the engine loads, read in place.
 //!
 //! Work is split over tiles of weight rows (all cores, rayon); each tile meets every input
-//! row while it is in cache. Q4_0/Q4_1/Q8_0 weights use integer dot products against
-//! activations quantized to 8 bits (`qdot`), like llama.cpp; other types are decoded to f32
-//! per tile into a per-thread buffer and use f32 dot products.
+//! row while it is in cache. Q4_0/Q4_1/Q8_0 (`qdot`) and Q6_K (`q6k`) weights use integer
+//! dot products against activations quantized to 8 bits, like llama.cpp; other types are
+//! decoded to f32 per tile into a per-thread buffer and use f32 dot products.
 
 use super::dot::dot_rows;
+use super::q6k;
 use super::qdot::{self, QKind, Q8Row};
 use crate::gguf::GgmlType;
 use crate::quant::dequantize_row;
@@ -70,12 +71,39 @@ thread_local! {
     static QROWS: RefCell<Vec<Q8Row>> = const { RefCell::new(Vec::new()) };
 }
 
-fn int_kind(dtype: GgmlType) -> Option<QKind> {
+/// Weight types with integer kernels.
+#[derive(Clone, Copy, Debug)]
+enum IntKind {
+    /// 32-value blocks (`qdot`).
+    Blocks(QKind),
+    /// 256-value superblocks (`q6k`).
+    Q6K,
+}
+
+fn int_kind(dtype: GgmlType) -> Option<IntKind> {
     match dtype {
-        GgmlType::Q4_0 => Some(QKind::Q4_0),
-        GgmlType::Q4_1 => Some(QKind::Q4_1),
-        GgmlType::Q8_0 => Some(QKind::Q8_0),
+        GgmlType::Q4_0 => Some(IntKind::Blocks(QKind::Q4_0)),
+        GgmlType::Q4_1 => Some(IntKind::Blocks(QKind::Q4_1)),
+        GgmlType::Q8_0 => Some(IntKind::Blocks(QKind::Q8_0)),
+        GgmlType::Q6_K => Some(IntKind::Q6K),
         _ => None,
+    }
+}
+
+#[inline]
+fn int_dot(kind: IntKind, w: &[u8], x: &Q8Row) -> f32 {
+    match kind {
+        IntKind::Blocks(k) => qdot::dot(k, w, x),
+        IntKind::Q6K => q6k::dot(w, x),
+    }
+}
+
+#[inline]
+fn int_dot4(kind: IntKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
+    match kind {
+        IntKind::Blocks(k) => qdot::dot4(k, w, xs),
+        // Q6_K serves the LM head, which prefill runs for the last positions only.
+        IntKind::Q6K => xs.map(|x| q6k::dot(w, x)),
     }
 }
 
@@ -155,7 +183,7 @@ fn matmul_t_f16_rows(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]
 }
 
 /// The integer path: quantize the input rows once, then integer dot products per tile.
-fn matmul_t_int(x: &[f32], m: usize, w: WeightView<'_>, kind: QKind, bias: Option<&[f32]>, out: &mut [f32]) {
+fn matmul_t_int(x: &[f32], m: usize, w: WeightView<'_>, kind: IntKind, bias: Option<&[f32]>, out: &mut [f32]) {
     let (n, k) = (w.rows, w.cols);
     QROWS.with(|rows| {
         let mut rows = rows.borrow_mut();
@@ -189,7 +217,7 @@ fn matmul_t_int(x: &[f32], m: usize, w: WeightView<'_>, kind: QKind, bias: Optio
             while i + 4 <= m {
                 let xs = [&rows[i], &rows[i + 1], &rows[i + 2], &rows[i + 3]];
                 for r in 0..count {
-                    let v = qdot::dot4(kind, &wt[r * rb..(r + 1) * rb], xs);
+                    let v = int_dot4(kind, &wt[r * rb..(r + 1) * rb], xs);
                     for (j, v) in v.into_iter().enumerate() {
                         put(i + j, r, v + bias_of(r));
                     }
@@ -198,7 +226,7 @@ fn matmul_t_int(x: &[f32], m: usize, w: WeightView<'_>, kind: QKind, bias: Optio
             }
             for (i, xq) in rows.iter().enumerate().skip(i) {
                 for r in 0..count {
-                    put(i, r, qdot::dot(kind, &wt[r * rb..(r + 1) * rb], xq) + bias_of(r));
+                    put(i, r, int_dot(kind, &wt[r * rb..(r + 1) * rb], xq) + bias_of(r));
                 }
             }
         });
@@ -233,11 +261,17 @@ mod tests {
 
     #[test]
     fn every_type_matches_reference_on_decoded_weights() {
-        let (m, n, k) = (5, 70, 96); // m = 5: one group of four rows and a rest
+        // m = 5: one group of four rows and a rest; k = 96 (blocks of 32), 256 (Q6_K)
+        every_type_matches_reference(5, 70, 96, &[GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1]);
+        every_type_matches_reference(5, 70, 512, &[GgmlType::Q6_K, GgmlType::Q8_0]);
+        every_type_matches_reference(1, 300, 256, &[GgmlType::Q6_K]);
+    }
+
+    fn every_type_matches_reference(m: usize, n: usize, k: usize, types: &[GgmlType]) {
         let x: Vec<f32> = (0..m * k).map(|i| ((i * 31 % 23) as f32 - 11.0) / 7.0).collect();
         let wf: Vec<f32> = (0..n * k).map(|i| ((i * 17 % 29) as f32 - 14.0) / 9.0).collect();
         let bias: Vec<f32> = (0..n).map(|i| i as f32 * 0.01).collect();
-        for dtype in [GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1] {
+        for &dtype in types {
             let mut bytes = Vec::new();
             for row in wf.chunks(k) {
                 quantize_row(dtype, row, &mut bytes).unwrap();

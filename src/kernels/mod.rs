@@ -8,6 +8,7 @@ pub mod attention;
 pub mod dot;
 pub mod matmul;
 pub mod norm;
+pub mod q6k;
 pub mod qdot;
 
 pub use matmul::{matmul_t, WeightView};
