@@ -102,8 +102,7 @@ fn int_dot(kind: IntKind, w: &[u8], x: &Q8Row) -> f32 {
 fn int_dot4(kind: IntKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
     match kind {
         IntKind::Blocks(k) => qdot::dot4(k, w, xs),
-        // Q6_K serves the LM head, which prefill runs for the last positions only.
-        IntKind::Q6K => xs.map(|x| q6k::dot(w, x)),
+        IntKind::Q6K => q6k::dot4(w, xs),
     }
 }
 
@@ -216,7 +215,20 @@ fn matmul_t_int(x: &[f32], m: usize, w: WeightView<'_>, kind: IntKind, bias: Opt
             let mut i = 0;
             while i + 4 <= m {
                 let xs = [&rows[i], &rows[i + 1], &rows[i + 2], &rows[i + 3]];
-                for r in 0..count {
+                let mut r = 0;
+                // Weight rows two at a time where the kernel has a 2 x 4 tile.
+                if let IntKind::Blocks(k) = kind {
+                    while r + 2 <= count {
+                        let v = qdot::dot4x2(k, [&wt[r * rb..(r + 1) * rb], &wt[(r + 1) * rb..(r + 2) * rb]], xs);
+                        for (dr, v) in v.into_iter().enumerate() {
+                            for (j, v) in v.into_iter().enumerate() {
+                                put(i + j, r + dr, v + bias_of(r + dr));
+                            }
+                        }
+                        r += 2;
+                    }
+                }
+                for r in r..count {
                     let v = int_dot4(kind, &wt[r * rb..(r + 1) * rb], xs);
                     for (j, v) in v.into_iter().enumerate() {
                         put(i + j, r, v + bias_of(r));

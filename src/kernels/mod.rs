@@ -6,6 +6,7 @@
 
 pub mod attention;
 pub mod dot;
+pub mod gelu;
 pub mod matmul;
 pub mod norm;
 pub mod q6k;

@@ -59,10 +59,23 @@ pub fn dot(w: &[u8], x: &Q8Row) -> f32 {
         if avx2::available() {
             // SAFETY: AVX2, FMA and F16C are present (checked above); `w` holds whole
             // superblocks and `x` the matching number of blocks.
-            return unsafe { avx2::dot(w, x) };
+            return unsafe { avx2::dot_n(w, [x]) }[0];
         }
     }
     scalar_dot(w, x)
+}
+
+/// One Q6_K row against four activation rows, the weights unpacked once (batches, prefill).
+#[inline]
+pub fn dot4(w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx2::available() {
+            // SAFETY: as in `dot`.
+            return unsafe { avx2::dot_n(w, xs) };
+        }
+    }
+    xs.map(|x| scalar_dot(w, x))
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -84,11 +97,11 @@ mod avx2 {
     }
 
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub unsafe fn dot(w: &[u8], x: &Q8Row) -> f32 {
+    pub unsafe fn dot_n<const N: usize>(w: &[u8], xs: [&Q8Row; N]) -> [f32; N] {
         let m4 = _mm256_set1_epi8(0x0f);
         let m3 = _mm256_set1_epi8(3);
         let m32 = _mm256_set1_epi8(32);
-        let mut acc = _mm256_setzero_ps();
+        let mut acc = [_mm256_setzero_ps(); N];
         for (s, sb) in w.chunks_exact(BLOCK_BYTES).enumerate() {
             let p = sb.as_ptr();
             let bits = u16::from_le_bytes([sb[208], sb[209]]);
@@ -112,19 +125,21 @@ mod avx2 {
                 for g in 0..4 {
                     let b = s * (QK_K / QK) + 4 * h + g;
                     let q = _mm256_or_si256(lows[g], _mm256_slli_epi16(_mm256_and_si256(highs[g], m3), 4));
-                    let xv = _mm256_loadu_si256(x.q.as_ptr().add(b * QK) as *const __m256i);
-                    // (q - 32) x as q x - 32 x: maddubs wants the unsigned operand first;
-                    // pair sums stay within i16 (63 * 127 * 2 and 32 * 128 * 2).
-                    let p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q, xv), _mm256_maddubs_epi16(m32, xv));
                     // The low 128 bits hold values 0..16 (scale 2g), the high 16..32 (2g + 1).
                     let sc = sb.as_ptr().add(192 + 8 * h + 2 * g) as *const i8;
                     let scales = _mm256_set_m128i(_mm_set1_epi16(*sc.add(1) as i16), _mm_set1_epi16(*sc as i16));
-                    let p32 = _mm256_madd_epi16(p16, scales);
-                    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(d * x.d[b]), acc);
+                    for (acc, x) in acc.iter_mut().zip(xs) {
+                        let xv = _mm256_loadu_si256(x.q.as_ptr().add(b * QK) as *const __m256i);
+                        // (q - 32) x as q x - 32 x: maddubs wants the unsigned operand first;
+                        // pair sums stay within i16 (63 * 127 * 2 and 32 * 128 * 2).
+                        let p16 = _mm256_sub_epi16(_mm256_maddubs_epi16(q, xv), _mm256_maddubs_epi16(m32, xv));
+                        let p32 = _mm256_madd_epi16(p16, scales);
+                        *acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p32), _mm256_set1_ps(d * *x.d.get_unchecked(b)), *acc);
+                    }
                 }
             }
         }
-        hsum(acc)
+        acc.map(|a| hsum(a))
     }
 }
 
@@ -152,6 +167,9 @@ mod tests {
             let tol = 1e-4 * (1.0 + want.abs()) * 10.0;
             assert!((scalar - want).abs() <= tol, "scalar {scalar} vs {want}");
             assert!((fast - want).abs() <= tol, "simd {fast} vs {want}");
+            for v in dot4(&bytes, [&x, &x, &x, &x]) {
+                assert!((v - fast).abs() <= 1e-6 * (1.0 + fast.abs()), "dot4 {v} vs {fast}");
+            }
         }
     }
 }

@@ -23,6 +23,10 @@ pub struct Q8Row {
     pub d: Vec<f32>,
     /// Per block: `d * sum(q)`, what the offset terms of q4_0 and q4_1 multiply.
     pub ds: Vec<f32>,
+    /// `d` and `ds` with each block's value repeated 8 times: the AVX-512 kernels take a
+    /// pair of blocks' scales as one 16-lane load.
+    pub d8: Vec<f32>,
+    pub ds8: Vec<f32>,
 }
 
 impl Q8Row {
@@ -32,6 +36,8 @@ impl Q8Row {
         self.q.resize(nb * QK, 0);
         self.d.resize(nb, 0.0);
         self.ds.resize(nb, 0.0);
+        self.d8.resize(nb * 8, 0.0);
+        self.ds8.resize(nb * 8, 0.0);
         for (b, xs) in x.chunks_exact(QK).enumerate() {
             let amax = xs.iter().fold(0f32, |m, v| m.max(v.abs()));
             let d = amax / 127.0;
@@ -43,6 +49,8 @@ impl Q8Row {
             }
             self.d[b] = d;
             self.ds[b] = d * s as f32;
+            self.d8[b * 8..b * 8 + 8].fill(d);
+            self.ds8[b * 8..b * 8 + 8].fill(d * s as f32);
         }
     }
 
@@ -105,6 +113,20 @@ pub fn dot4(kind: QKind, w: &[u8], xs: [&Q8Row; 4]) -> [f32; 4] {
         }
     }
     xs.map(|x| dot(kind, w, x))
+}
+
+/// Two weight rows against four activation rows: `[dot4(w[0], xs), dot4(w[1], xs)]`, with
+/// each activation block loaded once where the CPU has AVX-512.
+#[inline]
+pub fn dot4x2(kind: QKind, w: [&[u8]; 2], xs: [&Q8Row; 4]) -> [[f32; 4]; 2] {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx512::available() {
+            // SAFETY: as in `dot`.
+            return unsafe { avx512::dot4x2(kind, w, xs) };
+        }
+    }
+    w.map(|w| dot4(kind, w, xs))
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -335,6 +357,12 @@ mod avx512 {
         _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
     }
 
+    /// Two blocks' values as 16 lanes (8 each).
+    #[inline(always)]
+    unsafe fn lanes2(v: [f32; 2]) -> __m512 {
+        _mm512_insertf32x8(_mm512_set1_ps(v[0]), _mm256_set1_ps(v[1]), 1)
+    }
+
     /// Weight blocks `b` and `b + 1` (at `wb`) as 64 unsigned bytes in activation order,
     /// their scales and offsets, and (q8_0) the mask of negative weights.
     #[inline(always)]
@@ -363,23 +391,41 @@ mod avx512 {
         }
     }
 
-    /// Accumulates blocks `b`, `b + 1` of `x` against the loaded weight pair.
+    /// Accumulates blocks `b`, `b + 1` of `x` against the loaded weight pair (`dwv`, `mwv`:
+    /// its scales and offsets as lanes). The offset terms go to `corr` lane-wise; see
+    /// [`finish`].
     #[inline(always)]
-    unsafe fn pair(kind: QKind, w: __m512i, dw: [f32; 2], mw: [f32; 2], neg: __mmask64, x: &Q8Row, b: usize, acc: &mut __m512, corr: &mut f32) {
-        let mut xv = _mm512_loadu_si512(x.q.as_ptr().add(b * QK) as *const __m512i);
-        if kind == QKind::Q8_0 {
-            xv = _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv);
-        }
+    unsafe fn pair(kind: QKind, w: __m512i, dwv: __m512, mwv: __m512, neg: __mmask64, x: &Q8Row, b: usize, acc: &mut __m512, corr: &mut __m512) {
+        let xv = _mm512_loadu_si512(x.q.as_ptr().add(b * QK) as *const __m512i);
+        let dxv = _mm512_loadu_ps(x.d8.as_ptr().add(b * 8));
+        let dsv = if kind == QKind::Q8_0 { _mm512_setzero_ps() } else { _mm512_loadu_ps(x.ds8.as_ptr().add(b * 8)) };
+        pair_x(kind, w, dwv, mwv, neg, xv, dxv, dsv, acc, corr);
+    }
+
+    /// `pair` with the activation pair already loaded: its bytes, scales and `d * sum(q)` as
+    /// lanes.
+    #[inline(always)]
+    unsafe fn pair_x(kind: QKind, w: __m512i, dwv: __m512, mwv: __m512, neg: __mmask64, xv: __m512i, dxv: __m512, dsv: __m512, acc: &mut __m512, corr: &mut __m512) {
+        let xv = if kind == QKind::Q8_0 { _mm512_mask_sub_epi8(xv, neg, _mm512_setzero_si512(), xv) } else { xv };
         let prod = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_setzero_si512(), w, xv));
-        let (dx0, dx1) = (*x.d.get_unchecked(b), *x.d.get_unchecked(b + 1));
-        let scale = _mm512_insertf32x8(_mm512_set1_ps(dw[0] * dx0), _mm256_set1_ps(dw[1] * dx1), 1);
-        *acc = _mm512_fmadd_ps(prod, scale, *acc);
-        let (ds0, ds1) = (*x.ds.get_unchecked(b), *x.ds.get_unchecked(b + 1));
+        *acc = _mm512_fmadd_ps(prod, _mm512_mul_ps(dwv, dxv), *acc);
         match kind {
             QKind::Q8_0 => {}
-            QKind::Q4_0 => *corr -= 8.0 * (dw[0] * ds0 + dw[1] * ds1),
-            QKind::Q4_1 => *corr += mw[0] * ds0 + mw[1] * ds1,
+            QKind::Q4_0 => *corr = _mm512_fmadd_ps(dwv, dsv, *corr),
+            QKind::Q4_1 => *corr = _mm512_fmadd_ps(mwv, dsv, *corr),
         }
+    }
+
+    /// The dot product from the accumulators: each block's offset term sits in 8 lanes, so
+    /// the lane sum is 8 times it (q4_0: `-8 dw ds` per block; q4_1: `m ds`).
+    #[inline(always)]
+    unsafe fn finish(kind: QKind, acc: __m512, corr: __m512) -> f32 {
+        let c = match kind {
+            QKind::Q8_0 => 0.0,
+            QKind::Q4_0 => -_mm512_reduce_add_ps(corr),
+            QKind::Q4_1 => _mm512_reduce_add_ps(corr) / 8.0,
+        };
+        _mm512_reduce_add_ps(acc) + c
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma,avx2")]
@@ -387,15 +433,15 @@ mod avx512 {
         let bb = kind.block_bytes();
         let nb = x.blocks();
         let mut acc = _mm512_setzero_ps();
-        let mut corr = 0f32;
+        let mut corr = _mm512_setzero_ps();
         let mut b = 0;
         while b + 2 <= nb {
             let (wv, dw, mw, neg) = load2(kind, w.as_ptr().add(b * bb));
-            pair(kind, wv, dw, mw, neg, x, b, &mut acc, &mut corr);
+            pair(kind, wv, lanes2(dw), lanes2(mw), neg, x, b, &mut acc, &mut corr);
             b += 2;
         }
         let tail = if b < nb { super::scalar_block(kind, &w[b * bb..(b + 1) * bb], x, b) } else { 0.0 };
-        _mm512_reduce_add_ps(acc) + corr + tail
+        finish(kind, acc, corr) + tail
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma,avx2")]
@@ -403,19 +449,53 @@ mod avx512 {
         let bb = kind.block_bytes();
         let nb = xs[0].blocks();
         let mut acc = [_mm512_setzero_ps(); 4];
-        let mut corr = [0f32; 4];
+        let mut corr = [_mm512_setzero_ps(); 4];
         let mut b = 0;
         while b + 2 <= nb {
             let (wv, dw, mw, neg) = load2(kind, w.as_ptr().add(b * bb));
+            let (dwv, mwv) = (lanes2(dw), lanes2(mw));
             for r in 0..4 {
-                pair(kind, wv, dw, mw, neg, xs[r], b, &mut acc[r], &mut corr[r]);
+                pair(kind, wv, dwv, mwv, neg, xs[r], b, &mut acc[r], &mut corr[r]);
             }
             b += 2;
         }
         let mut out = [0f32; 4];
         for r in 0..4 {
             let tail = if b < nb { super::scalar_block(kind, &w[b * bb..(b + 1) * bb], xs[r], b) } else { 0.0 };
-            out[r] = _mm512_reduce_add_ps(acc[r]) + corr[r] + tail;
+            out[r] = finish(kind, acc[r], corr[r]) + tail;
+        }
+        out
+    }
+
+    /// Two weight rows against four activation rows: each activation pair is loaded once
+    /// for both weight rows (the prefill and batch tile).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma,avx2")]
+    pub unsafe fn dot4x2(kind: QKind, w: [&[u8]; 2], xs: [&Q8Row; 4]) -> [[f32; 4]; 2] {
+        let bb = kind.block_bytes();
+        let nb = xs[0].blocks();
+        let mut acc = [[_mm512_setzero_ps(); 4]; 2];
+        let mut corr = [[_mm512_setzero_ps(); 4]; 2];
+        let mut b = 0;
+        while b + 2 <= nb {
+            let (wv0, dw0, mw0, neg0) = load2(kind, w[0].as_ptr().add(b * bb));
+            let (wv1, dw1, mw1, neg1) = load2(kind, w[1].as_ptr().add(b * bb));
+            let (dwv0, mwv0, dwv1, mwv1) = (lanes2(dw0), lanes2(mw0), lanes2(dw1), lanes2(mw1));
+            for r in 0..4 {
+                let x = xs[r];
+                let xv = _mm512_loadu_si512(x.q.as_ptr().add(b * QK) as *const __m512i);
+                let dxv = _mm512_loadu_ps(x.d8.as_ptr().add(b * 8));
+                let dsv = if kind == QKind::Q8_0 { _mm512_setzero_ps() } else { _mm512_loadu_ps(x.ds8.as_ptr().add(b * 8)) };
+                pair_x(kind, wv0, dwv0, mwv0, neg0, xv, dxv, dsv, &mut acc[0][r], &mut corr[0][r]);
+                pair_x(kind, wv1, dwv1, mwv1, neg1, xv, dxv, dsv, &mut acc[1][r], &mut corr[1][r]);
+            }
+            b += 2;
+        }
+        let mut out = [[0f32; 4]; 2];
+        for j in 0..2 {
+            for r in 0..4 {
+                let tail = if b < nb { super::scalar_block(kind, &w[j][b * bb..(b + 1) * bb], xs[r], b) } else { 0.0 };
+                out[j][r] = finish(kind, acc[j][r], corr[j][r]) + tail;
+            }
         }
         out
     }
@@ -515,6 +595,9 @@ mod tests {
             assert!((f - want).abs() < tol, "{kind:?} simd {f} vs {want}");
             for v in dot4(kind, &bytes, [&xq, &xq, &xq, &xq]) {
                 assert!((v as f64 - want).abs() < tol, "{kind:?} dot4 {v} vs {want}");
+            }
+            for v in dot4x2(kind, [&bytes, &bytes], [&xq, &xq, &xq, &xq]).into_iter().flatten() {
+                assert!((v as f64 - want).abs() < tol, "{kind:?} dot4x2 {v} vs {want}");
             }
             // Every x86 path this CPU can run, whatever `dot` picks.
             #[cfg(target_arch = "x86_64")]

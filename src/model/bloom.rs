@@ -249,7 +249,7 @@ impl Bloom {
         let attn = (blk.attn_out.forward(&ctx)? + x)?;
 
         let normed = blk.ffn_norm.forward(&attn)?;
-        let up = blk.ffn_up.forward(&normed)?.gelu()?;
+        let up = super::layers::gelu(blk.ffn_up.forward(&normed)?)?;
         blk.ffn_down.forward(&up)? + attn
     }
 
@@ -281,7 +281,7 @@ impl Bloom {
         let ctx = qkv.apply_op3_no_bwd(kc, vc, &attn)?;
         let h1 = (blk.attn_out.forward(&ctx)? + x)?;
         let normed = blk.ffn_norm.forward(&h1)?;
-        let up = blk.ffn_up.forward(&normed)?.gelu()?;
+        let up = super::layers::gelu(blk.ffn_up.forward(&normed)?)?;
         blk.ffn_down.forward(&up)? + h1
     }
 

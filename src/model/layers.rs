@@ -207,3 +207,30 @@ impl CustomOp1 for LayerNorm {
         Ok((CpuStorage::F32(out), layout.shape().clone()))
     }
 }
+
+/// BLOOM's tanh-GELU in place on a CPU f32 tensor ([`crate::kernels::gelu`]); other
+/// devices and types use candle's `gelu`.
+pub fn gelu(x: Tensor) -> Result<Tensor> {
+    if x.device().is_cpu() && x.dtype() == DType::F32 && x.is_contiguous() {
+        x.inplace_op1(&GeluInPlace)?;
+        Ok(x)
+    } else {
+        x.gelu()
+    }
+}
+
+struct GeluInPlace;
+
+impl candle_core::InplaceOp1 for GeluInPlace {
+    fn name(&self) -> &'static str {
+        "gelu-tanh"
+    }
+
+    fn cpu_fwd(&self, storage: &mut CpuStorage, layout: &Layout) -> Result<()> {
+        let (CpuStorage::F32(v), Some((start, end))) = (storage, layout.contiguous_offsets()) else {
+            candle_core::bail!("gelu-tanh: a contiguous f32 tensor is expected");
+        };
+        crate::kernels::gelu::gelu_in_place(&mut v[start..end]);
+        Ok(())
+    }
+}
