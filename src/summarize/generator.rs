@@ -21,24 +21,9 @@ pub struct ModelInfo {
     pub device: String,
 }
 
-/// Why a generation did not happen or did not finish.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum GenError {
-    /// The queue is full; try again later.
-    #[error("busy: the generation queue is full")]
-    Busy,
-    /// The prompt can never run (longer than the context, or the memory budget).
-    #[error("request too large: {0}")]
-    TooLarge(String),
-    #[error("invalid request: {0}")]
-    Invalid(String),
-    #[error("cancelled")]
-    Cancelled,
-    #[error("inference failed: {0}")]
-    Engine(String),
-    #[error("the model is shutting down")]
-    ShuttingDown,
-}
+/// Why a generation did not happen or did not finish: the scheduler's own reasons (`Busy`,
+/// `TooLarge`, `Invalid`, `Cancelled`, `Engine`, `ShuttingDown`).
+pub use crate::scheduler::SchedulerError as GenError;
 
 /// What happens to one submitted prompt, in order: `Started`, `Text` (zero or more), then
 /// exactly one of `Finished` and `Failed`.

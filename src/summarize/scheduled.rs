@@ -54,7 +54,7 @@ impl Generate for ScheduledGenerator {
         // The events are forwarded by a task: without a runtime there is nothing to run it.
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| GenError::Invalid("prompts are submitted from within a tokio runtime".into()))?;
-        let job = self.scheduler.submit(Request::text(prompt, config)).map_err(gen_error)?;
+        let job = self.scheduler.submit(Request::text(prompt, config))?;
         let canceller = job.canceller();
         let (tx, rx) = unbounded_channel();
         runtime.spawn(forward(job, tx));
@@ -80,7 +80,7 @@ async fn forward(mut job: JobHandle, tx: UnboundedSender<GenEvent>) {
                 prompt_tokens: c.prompt_tokens,
                 generated_tokens: c.ids.len(),
             }),
-            Event::Failed(e) => GenEvent::Failed(gen_error(e)),
+            Event::Failed(e) => GenEvent::Failed(e),
         };
         let terminal = matches!(out, GenEvent::Finished(_) | GenEvent::Failed(_));
         if tx.send(out).is_err() || terminal {
@@ -89,15 +89,4 @@ async fn forward(mut job: JobHandle, tx: UnboundedSender<GenEvent>) {
     }
     // The scheduler dropped the job without a terminal event: it is gone.
     let _ = tx.send(GenEvent::Failed(GenError::ShuttingDown));
-}
-
-fn gen_error(e: SchedulerError) -> GenError {
-    match e {
-        SchedulerError::Busy => GenError::Busy,
-        SchedulerError::TooLarge(m) => GenError::TooLarge(m),
-        SchedulerError::Invalid(m) => GenError::Invalid(m),
-        SchedulerError::Cancelled => GenError::Cancelled,
-        SchedulerError::Engine(m) => GenError::Engine(m),
-        SchedulerError::ShuttingDown => GenError::ShuttingDown,
-    }
 }
