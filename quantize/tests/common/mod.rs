@@ -39,7 +39,18 @@ pub fn options(model: &Path, out: &Path, method: Method, wtype: GgmlType) -> Opt
 
 /// Runs the seqgpt-quantize binary.
 pub fn run_cli(args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_seqgpt-quantize")).args(args).output().expect("run seqgpt-quantize")
+    // Under emulation (jetson/check.sh: aarch64 tests under qemu, no binfmt_misc)
+    // SEQGPT_TEST_RUNNER names the emulator that must start the program.
+    let exe = env!("CARGO_BIN_EXE_seqgpt-quantize");
+    let mut cmd = match std::env::var_os("SEQGPT_TEST_RUNNER") {
+        Some(runner) => {
+            let mut cmd = std::process::Command::new(runner);
+            cmd.arg(exe);
+            cmd
+        }
+        None => std::process::Command::new(exe),
+    };
+    cmd.args(args).output().expect("run seqgpt-quantize")
 }
 
 pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
