@@ -473,7 +473,7 @@ async fn seqgpt_summarize_talks_to_the_daemon() {
     let address = bus.address.clone();
     tokio::task::spawn_blocking(move || {
         let run = |args: &[&str], stdin: Option<&std::path::Path>| {
-            let mut cmd = program(env!("CARGO_BIN_EXE_seqgpt"));
+            let mut cmd = common::program(env!("CARGO_BIN_EXE_seqgpt"));
             cmd.arg("summarize").arg("--address").arg(&address).args(args);
             if let Some(f) = stdin {
                 cmd.stdin(std::fs::File::open(f).unwrap());

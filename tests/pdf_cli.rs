@@ -1,5 +1,7 @@
 //! `seqgpt extract-text`: output format, page selection, exit status and error line.
 
+mod common;
+
 #[path = "pdf/builder.rs"]
 mod builder;
 
@@ -14,7 +16,7 @@ fn write_tmp(name: &str, bytes: &[u8]) -> std::path::PathBuf {
 }
 
 fn run(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
-    let out = program(env!("CARGO_BIN_EXE_seqgpt")).arg("extract-text").args(args).output().unwrap();
+    let out = common::program(env!("CARGO_BIN_EXE_seqgpt")).arg("extract-text").args(args).output().unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8(out.stdout).unwrap(),
@@ -68,18 +70,4 @@ fn failures_exit_non_zero_with_one_line() {
     assert!(err.contains("invalid page range"), "{err}");
     let (rc, _, _) = run(&["/nonexistent/file.pdf".as_ref()]);
     assert_ne!(rc, 0);
-}
-
-/// A command for one of this package's programs. Under emulation (jetson/check.sh runs the
-/// aarch64 tests with qemu, without binfmt_misc) `SEQGPT_TEST_RUNNER` names the emulator that
-/// must start it.
-pub fn program(exe: &str) -> std::process::Command {
-    match std::env::var_os("SEQGPT_TEST_RUNNER") {
-        Some(runner) => {
-            let mut cmd = std::process::Command::new(runner);
-            cmd.arg(exe);
-            cmd
-        }
-        None => std::process::Command::new(exe),
-    }
 }

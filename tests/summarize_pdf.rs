@@ -2,6 +2,8 @@
 //! through `seqgpt summarize --local`: extraction, cleaning, the extractive method, each bad
 //! PDF's error. No model and no bus needed.
 
+mod common;
+
 use seqgpt::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
 use seqgpt::summarize::{Length, Method, Style, SummaryError, SummaryOptions};
 use std::path::{Path, PathBuf};
@@ -91,7 +93,7 @@ async fn each_bad_pdf_has_its_error() {
 }
 
 fn seqgpt(args: &[&str]) -> std::process::Output {
-    program(env!("CARGO_BIN_EXE_seqgpt")).args(args).env("SEQGPT_LOG", "warn").output().expect("run seqgpt")
+    common::program(env!("CARGO_BIN_EXE_seqgpt")).args(args).env("SEQGPT_LOG", "warn").output().expect("run seqgpt")
 }
 
 /// The README's command: works without a daemon and without model weights, quickly.
@@ -122,18 +124,4 @@ fn seqgpt_summarize_local_without_a_model() {
 
     let out = seqgpt(&["summarize", "--local", "--pages", "9-9", sample("report-3pages.pdf").to_str().unwrap()]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("InvalidArgs"));
-}
-
-/// A command for one of this package's programs. Under emulation (jetson/check.sh runs the
-/// aarch64 tests with qemu, without binfmt_misc) `SEQGPT_TEST_RUNNER` names the emulator that
-/// must start it.
-pub fn program(exe: &str) -> std::process::Command {
-    match std::env::var_os("SEQGPT_TEST_RUNNER") {
-        Some(runner) => {
-            let mut cmd = std::process::Command::new(runner);
-            cmd.arg(exe);
-            cmd
-        }
-        None => std::process::Command::new(exe),
-    }
 }

@@ -56,3 +56,17 @@ pub fn argmax(v: &[f32]) -> usize {
 pub fn comparable_steps(margins: &[f32]) -> usize {
     margins.iter().position(|&m| m < 1e-3).unwrap_or(margins.len())
 }
+
+/// A command for one of this package's programs. Under emulation (jetson/check.sh runs the
+/// aarch64 tests with qemu, without binfmt_misc) `SEQGPT_TEST_RUNNER` names the emulator that
+/// must start it.
+pub fn program(exe: &str) -> std::process::Command {
+    match std::env::var_os("SEQGPT_TEST_RUNNER") {
+        Some(runner) => {
+            let mut cmd = std::process::Command::new(runner);
+            cmd.arg(exe);
+            cmd
+        }
+        None => std::process::Command::new(exe),
+    }
+}

@@ -109,7 +109,7 @@ impl Daemon {
         }
         let config_path = bus.dir.path().join(format!("seqgptd-{}.toml", unique()));
         std::fs::write(&config_path, text).expect("daemon config");
-        let mut cmd = program(env!("CARGO_BIN_EXE_seqgptd"));
+        let mut cmd = crate::common::program(env!("CARGO_BIN_EXE_seqgptd"));
         if !extra_args.contains(&"--bus") {
             cmd.arg("--address").arg(&bus.address);
         }
@@ -381,17 +381,3 @@ unattended, and satellite navigation tells ships where they are more precisely t
 
 Still, many coastal towns restore their old towers as museums, because a lighthouse remains the \
 clearest symbol of a safe return to harbour.";
-
-/// A command for one of this package's programs. Under emulation (jetson/check.sh runs the
-/// aarch64 tests with qemu, without binfmt_misc) `SEQGPT_TEST_RUNNER` names the emulator that
-/// must start it.
-pub fn program(exe: &str) -> std::process::Command {
-    match std::env::var_os("SEQGPT_TEST_RUNNER") {
-        Some(runner) => {
-            let mut cmd = std::process::Command::new(runner);
-            cmd.arg(exe);
-            cmd
-        }
-        None => std::process::Command::new(exe),
-    }
-}
