@@ -5,7 +5,6 @@
 //! padding (`kpos[j] >= 0`), softmax in f32, then the weighted sum of the values. This is what
 //! transformers' BLOOM computes (`alibi + q.k / sqrt(d)`, masked, softmax in f32).
 
-use super::dot::dot;
 use rayon::prelude::*;
 
 /// Shapes of one call.
@@ -38,6 +37,9 @@ impl OutPtr {
     }
 }
 
+/// Queries per task: each key and value row is read once for all of them.
+const QUERY_TILE: usize = 16;
+
 /// `qkv`: `[batch, t, 3 * heads * head_dim]` ([Q; K; V], biases included); `k`, `v`:
 /// `[batch, heads, cap, head_dim]` holding every position up to `past + t`; `kpos`:
 /// `[batch, past + t]`; `slopes`: `[heads]`. Writes `out`: `[batch, t, heads * head_dim]`.
@@ -56,50 +58,268 @@ pub fn alibi_attention(
     assert_eq!(out.len(), s.batch * s.t * hd, "attention: output shape");
     assert!(k.len() >= s.batch * s.heads * s.cap * d && v.len() == k.len() && total <= s.cap, "attention: cache shape");
     assert_eq!(kpos.len(), s.batch * total, "attention: key positions");
+    assert_eq!(slopes.len(), s.heads, "attention: slopes");
     let out_ptr = OutPtr(out.as_mut_ptr());
-    (0..s.batch * s.t * s.heads).into_par_iter().for_each_init(
-        || (vec![0f32; total], vec![0f32; d]),
-        |(scores, acc), task| {
-            let h = task % s.heads;
-            let i = (task / s.heads) % s.t;
-            let b = task / (s.heads * s.t);
-            let q = &qkv[(b * s.t + i) * 3 * hd + h * d..][..d];
-            let kb = &k[(b * s.heads + h) * s.cap * d..];
-            let vb = &v[(b * s.heads + h) * s.cap * d..];
-            let kp = &kpos[b * total..(b + 1) * total];
-            let visible = s.past + i + 1;
-            let mut max = f32::NEG_INFINITY;
-            for j in 0..visible {
-                scores[j] = if kp[j] >= 0.0 {
-                    dot(q, &kb[j * d..(j + 1) * d]) * scale + slopes[h] * kp[j]
+    let tiles = s.t.div_ceil(QUERY_TILE);
+    (0..s.batch * s.heads * tiles).into_par_iter().for_each_init(
+        || (vec![0f32; QUERY_TILE * total], vec![0f32; QUERY_TILE * d], vec![0f32; QUERY_TILE * d]),
+        |(scores, acc, qt), task| {
+            let tile = Tile { b: task / (s.heads * tiles), h: task / tiles % s.heads, i0: task % tiles * QUERY_TILE };
+            let args = TileArgs { s, qkv, k, v, kpos, slopes, scale };
+            #[cfg(target_arch = "x86_64")]
+            {
+                if d % 64 == 0 && s.t - tile.i0 >= 4 && super::qdot::avx512_available() {
+                    // SAFETY: AVX-512F and FMA are present (checked above); d % 64 == 0.
+                    unsafe { avx512::attend_tile(&args, tile, scores, qt, acc) };
+                } else if super::dot::has_avx2_fma() {
+                    // SAFETY: AVX2 and FMA are present (checked above).
+                    unsafe { attend_tile_avx2(&args, tile, scores, acc) };
                 } else {
-                    f32::NEG_INFINITY
-                };
-                max = max.max(scores[j]);
-            }
-            acc.iter_mut().for_each(|a| *a = 0.0);
-            if max > f32::NEG_INFINITY {
-                let mut sum = 0f32;
-                for sc in scores[..visible].iter_mut() {
-                    *sc = (*sc - max).exp();
-                    sum += *sc;
-                }
-                let inv = 1.0 / sum;
-                for (j, &p) in scores[..visible].iter().enumerate() {
-                    if p != 0.0 {
-                        let w = p * inv;
-                        for (a, &x) in acc.iter_mut().zip(&vb[j * d..(j + 1) * d]) {
-                            *a += w * x;
-                        }
-                    }
+                    attend_tile(&args, tile, scores, acc);
                 }
             }
-            // SAFETY: (b, i, h) is this task's alone; the offset is inside `out` (asserted).
-            unsafe {
-                std::ptr::copy_nonoverlapping(acc.as_ptr(), out_ptr.get().add((b * s.t + i) * hd + h * d), d);
+            #[cfg(not(target_arch = "x86_64"))]
+            attend_tile(&args, tile, scores, acc);
+            let n = QUERY_TILE.min(s.t - tile.i0);
+            for q in 0..n {
+                // SAFETY: (b, i0 + q, h) belongs to this task alone; the offset is inside
+                // `out` (asserted above).
+                unsafe {
+                    std::ptr::copy_nonoverlapping(acc[q * d..].as_ptr(), out_ptr.get().add((tile.b * s.t + tile.i0 + q) * hd + tile.h * d), d);
+                }
             }
         },
     );
+}
+
+struct TileArgs<'a> {
+    s: AttnShape,
+    qkv: &'a [f32],
+    k: &'a [f32],
+    v: &'a [f32],
+    kpos: &'a [f32],
+    slopes: &'a [f32],
+    scale: f32,
+}
+
+/// Row `b`, head `h`, queries `i0..i0 + QUERY_TILE` (or fewer at the end).
+#[derive(Clone, Copy)]
+struct Tile {
+    b: usize,
+    h: usize,
+    i0: usize,
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn attend_tile_avx2(a: &TileArgs<'_>, tile: Tile, scores: &mut [f32], acc: &mut [f32]) {
+    attend_tile(a, tile, scores, acc)
+}
+
+/// Scores, softmax and the weighted sum of values for one tile of queries; `acc` receives
+/// `head_dim` outputs per query. Written as plain loops over slices so that the compiler
+/// vectorizes them for the target features of the caller.
+#[inline(always)]
+fn attend_tile(a: &TileArgs<'_>, tile: Tile, scores: &mut [f32], acc: &mut [f32]) {
+    let s = a.s;
+    let (hd, d, total) = (s.heads * s.head_dim, s.head_dim, s.total());
+    let n = QUERY_TILE.min(s.t - tile.i0);
+    let kb = &a.k[(tile.b * s.heads + tile.h) * s.cap * d..];
+    let vb = &a.v[(tile.b * s.heads + tile.h) * s.cap * d..];
+    let kp = &a.kpos[tile.b * total..(tile.b + 1) * total];
+    let slope = a.slopes[tile.h];
+    // Causal: query i sees keys 0..=past + i.
+    let visible = |q: usize| s.past + tile.i0 + q + 1;
+    for q in 0..n {
+        let i = tile.i0 + q;
+        let qv = &a.qkv[(tile.b * s.t + i) * 3 * hd + tile.h * d..][..d];
+        let sc = &mut scores[q * total..q * total + visible(q)];
+        for (j, out) in sc.iter_mut().enumerate() {
+            let kr = &kb[j * d..(j + 1) * d];
+            *out = if kp[j] >= 0.0 { super::dot::dot_inline(qv, kr) * a.scale + slope * kp[j] } else { f32::NEG_INFINITY };
+        }
+        let max = sc.iter().fold(f32::NEG_INFINITY, |m, &x| m.max(x));
+        if max == f32::NEG_INFINITY {
+            // Every key is padding (a fully padded row): the output is zero.
+            sc.fill(0.0);
+            continue;
+        }
+        for x in sc.iter_mut() {
+            *x = exp_nonpositive(*x - max);
+        }
+        let inv = 1.0 / sc.iter().sum::<f32>();
+        sc.iter_mut().for_each(|x| *x *= inv);
+    }
+    let acc = &mut acc[..n * d];
+    acc.fill(0.0);
+    // Each value row is read once for the whole tile.
+    for j in 0..visible(n - 1) {
+        let vr = &vb[j * d..(j + 1) * d];
+        let first = j.saturating_sub(s.past + tile.i0);
+        for q in first..n {
+            let p = scores[q * total + j];
+            for (o, &x) in acc[q * d..(q + 1) * d].iter_mut().zip(vr) {
+                *o = p.mul_add(x, *o);
+            }
+        }
+    }
+}
+
+/// `e^x` for `x <= 0` (0 below f32's range), without a libm call so that loops of it
+/// vectorize: `x = n ln2 + r`, `e^r` by Cephes' degree-7 polynomial (relative error about
+/// 1e-7), times `2^n` put into the exponent bits.
+#[inline(always)]
+pub fn exp_nonpositive(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    // ln 2 split in two so that n * C1 is exact.
+    const C1: f32 = 0.693_359_4;
+    const C2: f32 = -2.121_944_4e-4;
+    let xc = x.max(-87.0);
+    let n = (xc * LOG2E + 0.5).floor();
+    let r = xc - n * C1 - n * C2;
+    let mut p = 1.987_569_1e-4f32;
+    p = p.mul_add(r, 1.398_199_9e-3);
+    p = p.mul_add(r, 8.333_452e-3);
+    p = p.mul_add(r, 4.166_579_6e-2);
+    p = p.mul_add(r, 1.666_666_5e-1);
+    p = p.mul_add(r, 5.000_000_1e-1);
+    let e = (p * r).mul_add(r, r) + 1.0;
+    let two_n = f32::from_bits(((n as i32 + 127) << 23) as u32);
+    if x < -87.0 {
+        0.0
+    } else {
+        e * two_n
+    }
+}
+
+/// Prefill tiles with AVX-512: scores and softmax vectorized over the tile's 16 queries
+/// (one query per lane, so no horizontal sums), the weighted sum over 64 values of the head
+/// at a time for 4 queries.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{Tile, TileArgs, QUERY_TILE};
+    use std::arch::x86_64::*;
+
+    /// `e^x` lane-wise for `x <= 0` (as `exp_nonpositive`; `-inf` gives 0).
+    #[inline(always)]
+    unsafe fn exp(x: __m512) -> __m512 {
+        let tiny = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0), _CMP_LT_OQ);
+        let xc = _mm512_max_ps(x, _mm512_set1_ps(-87.0));
+        let n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(std::f32::consts::LOG2_E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        let r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.121_944_4e-4), _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693_359_4), xc));
+        let mut p = _mm512_set1_ps(1.987_569_1e-4);
+        for c in [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_5e-1, 5.000_000_1e-1] {
+            p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c));
+        }
+        let e = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, r), r, r), _mm512_set1_ps(1.0));
+        _mm512_maskz_mov_ps(!tiny, _mm512_scalef_ps(e, n))
+    }
+
+    /// `st[j * 16 + q] += q_q . k_j` over 16 values of the head (`qreg`), for keys
+    /// `j0..j0 + KEYS` (independent accumulators hide the FMA latency).
+    #[inline(always)]
+    unsafe fn score_keys<const KEYS: usize>(qreg: &[__m512; 16], kb: *const f32, d: usize, j0: usize, first: bool, st: *mut f32) {
+        let mut acc = [_mm512_setzero_ps(); KEYS];
+        if !first {
+            for (u, a) in acc.iter_mut().enumerate() {
+                *a = _mm512_loadu_ps(st.add((j0 + u) * 16));
+            }
+        }
+        for (t, q) in qreg.iter().enumerate() {
+            for (u, a) in acc.iter_mut().enumerate() {
+                *a = _mm512_fmadd_ps(*q, _mm512_set1_ps(*kb.add((j0 + u) * d + t)), *a);
+            }
+        }
+        for (u, a) in acc.iter().enumerate() {
+            _mm512_storeu_ps(st.add((j0 + u) * 16), *a);
+        }
+    }
+
+    /// `acc` (16 x d) gets the tile's outputs; `st` (keys x 16) and `qt` (d x 16) are scratch.
+    #[target_feature(enable = "avx512f,fma,avx2")]
+    pub unsafe fn attend_tile(a: &TileArgs<'_>, tile: Tile, st: &mut [f32], qt: &mut [f32], acc: &mut [f32]) {
+        let s = a.s;
+        let (hd, d, total) = (s.heads * s.head_dim, s.head_dim, s.total());
+        let n = QUERY_TILE.min(s.t - tile.i0);
+        let keys = s.past + tile.i0 + n;
+        let kb = a.k[(tile.b * s.heads + tile.h) * s.cap * d..].as_ptr();
+        let vb = a.v[(tile.b * s.heads + tile.h) * s.cap * d..].as_ptr();
+        let kp = &a.kpos[tile.b * total..(tile.b + 1) * total];
+        assert!(st.len() >= keys * 16 && qt.len() >= d * 16 && acc.len() >= QUERY_TILE * d);
+        // Queries transposed (value-major, one query per lane), scaled.
+        qt[..d * 16].fill(0.0);
+        for q in 0..n {
+            let row = &a.qkv[(tile.b * s.t + tile.i0 + q) * 3 * hd + tile.h * d..][..d];
+            for (dd, &x) in row.iter().enumerate() {
+                qt[dd * 16 + q] = x * a.scale;
+            }
+        }
+        let stp = st.as_mut_ptr();
+        for c in 0..d / 16 {
+            let qreg: [__m512; 16] = std::array::from_fn(|t| _mm512_loadu_ps(qt.as_ptr().add((c * 16 + t) * 16)));
+            let kc = kb.add(c * 16);
+            let mut j = 0;
+            while j + 8 <= keys {
+                score_keys::<8>(&qreg, kc, d, j, c == 0, stp);
+                j += 8;
+            }
+            while j < keys {
+                score_keys::<1>(&qreg, kc, d, j, c == 0, stp);
+                j += 1;
+            }
+        }
+        // ALiBi, the causal and padding masks, and the softmax, lane-wise.
+        let lanes: u16 = if n == 16 { !0 } else { (1u16 << n) - 1 };
+        let slope = a.slopes[tile.h];
+        let neg_inf = _mm512_set1_ps(f32::NEG_INFINITY);
+        let mut max = neg_inf;
+        for (j, &pos) in kp[..keys].iter().enumerate() {
+            // Query q (absolute past + i0 + q) sees key j when j <= past + i0 + q.
+            let causal = lanes & (!0u16).checked_shl(j.saturating_sub(s.past + tile.i0) as u32).unwrap_or(0);
+            let visible = if pos >= 0.0 { causal } else { 0 };
+            let v = _mm512_add_ps(_mm512_loadu_ps(stp.add(j * 16)), _mm512_set1_ps(slope * pos));
+            let v = _mm512_mask_mov_ps(neg_inf, visible, v);
+            _mm512_storeu_ps(stp.add(j * 16), v);
+            max = _mm512_max_ps(max, v);
+        }
+        // Lanes with no visible key (padding rows, unused lanes) give zeros, not NaN.
+        let empty = _mm512_cmp_ps_mask(max, neg_inf, _CMP_EQ_OQ);
+        let max = _mm512_mask_mov_ps(max, empty, _mm512_setzero_ps());
+        let mut sum = _mm512_setzero_ps();
+        for j in 0..keys {
+            let e = exp(_mm512_sub_ps(_mm512_loadu_ps(stp.add(j * 16)), max));
+            _mm512_storeu_ps(stp.add(j * 16), e);
+            sum = _mm512_add_ps(sum, e);
+        }
+        let has = _mm512_cmp_ps_mask(sum, _mm512_setzero_ps(), _CMP_GT_OQ);
+        let inv = _mm512_maskz_div_ps(has, _mm512_set1_ps(1.0), sum);
+        let mut inv_lanes = [0f32; 16];
+        _mm512_storeu_ps(inv_lanes.as_mut_ptr(), inv);
+        // Weighted sum of values: 4 queries x 64 values per pass, each value row loaded
+        // once per pass.
+        for q0 in (0..n).step_by(4) {
+            let nq = 4.min(n - q0);
+            for c in 0..d / 64 {
+                let mut o = [[_mm512_setzero_ps(); 4]; 4];
+                for j in 0..keys {
+                    let vr = vb.add(j * d + c * 64);
+                    let vv = [_mm512_loadu_ps(vr), _mm512_loadu_ps(vr.add(16)), _mm512_loadu_ps(vr.add(32)), _mm512_loadu_ps(vr.add(48))];
+                    for (u, oq) in o.iter_mut().enumerate() {
+                        let p = _mm512_set1_ps(*stp.add(j * 16 + q0 + u));
+                        for (x, v) in oq.iter_mut().zip(&vv) {
+                            *x = _mm512_fmadd_ps(p, *v, *x);
+                        }
+                    }
+                }
+                for (u, oq) in o.iter().enumerate().take(nq) {
+                    let scale = _mm512_set1_ps(inv_lanes[q0 + u]);
+                    for (w, x) in oq.iter().enumerate() {
+                        _mm512_storeu_ps(acc.as_mut_ptr().add((q0 + u) * d + c * 64 + 16 * w), _mm512_mul_ps(*x, scale));
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Copies part `part` (1 = K, 2 = V) of `qkv` into `cache` at positions `past..past + t`.
@@ -153,6 +373,71 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn exp_matches_libm() {
+        for i in 0..=20000 {
+            let x = -(i as f32) * 0.0045;
+            let (got, want) = (exp_nonpositive(x), x.exp());
+            assert!((got - want).abs() <= 2e-7 * want + 2e-38, "exp({x}): {got} vs {want}");
+        }
+        assert_eq!(exp_nonpositive(f32::NEG_INFINITY), 0.0);
+        assert_eq!(exp_nonpositive(-200.0), 0.0);
+    }
+
+    #[test]
+    fn long_prefill_matches_reference() {
+        // More queries than one tile, with a cache before them; head_dim 64 and 128 take
+        // the AVX-512 tile path where the CPU has it, with a tail tile of 5 and of 2 queries.
+        check(AttnShape { batch: 1, t: 37, heads: 2, head_dim: 16, cap: 45, past: 5 }, 0);
+        check(AttnShape { batch: 2, t: 37, heads: 2, head_dim: 64, cap: 45, past: 5 }, 0);
+        check(AttnShape { batch: 1, t: 34, heads: 1, head_dim: 128, cap: 34, past: 0 }, 0);
+        // Row 1 left-padded by 20 positions: its first tile has queries that see no key.
+        check(AttnShape { batch: 2, t: 37, heads: 2, head_dim: 64, cap: 40, past: 0 }, 20);
+    }
+
+    #[test]
+    fn fully_padded_queries_give_zeros() {
+        let s = AttnShape { batch: 1, t: 8, heads: 1, head_dim: 64, cap: 8, past: 0 };
+        let qkv = vec![0.5f32; 8 * 3 * 64];
+        let (mut k, mut v) = (vec![0f32; 8 * 64], vec![0f32; 8 * 64]);
+        append_kv(s, &qkv, 1, &mut k);
+        append_kv(s, &qkv, 2, &mut v);
+        let kpos = vec![-1f32; 8];
+        let mut out = vec![f32::NAN; 8 * 64];
+        alibi_attention(s, &qkv, &k, &v, &kpos, &[0.5], 0.125, &mut out);
+        assert!(out.iter().all(|&x| x == 0.0));
+    }
+
+    /// Row 1 (if any) has its first `pad` positions padded.
+    fn check(s: AttnShape, pad: usize) {
+        let hd = s.heads * s.head_dim;
+        let f = |n: usize, m: usize| (0..n).map(|i| (((i * m) % 97) as f32 - 48.0) / 31.0).collect::<Vec<_>>();
+        let qkv = f(s.batch * s.t * 3 * hd, 7);
+        let mut k = f(s.batch * s.heads * s.cap * s.head_dim, 11);
+        let mut v = f(s.batch * s.heads * s.cap * s.head_dim, 13);
+        append_kv(s, &qkv, 1, &mut k);
+        append_kv(s, &qkv, 2, &mut v);
+        let kpos: Vec<f32> = (0..s.batch * s.total())
+            .map(|j| {
+                let (b, p) = (j / s.total(), j % s.total());
+                if b == 1 {
+                    p as f32 - pad as f32
+                } else {
+                    p as f32
+                }
+            })
+            .map(|p| if p < 0.0 { -1.0 } else { p })
+            .collect();
+        let slopes: Vec<f32> = (0..s.heads).map(|h| 0.5f32.powi(h as i32 + 1)).collect();
+        let want = reference(s, &qkv, &k, &v, &kpos, &slopes, 0.35);
+        let mut got = vec![0f32; want.len()];
+        alibi_attention(s, &qkv, &k, &v, &kpos, &slopes, 0.35, &mut got);
+        for (a, b) in got.iter().zip(&want) {
+            // A query that sees only padding: the reference's softmax is NaN, ours zeros.
+            assert!(if b.is_nan() { *a == 0.0 } else { (a - b).abs() < 1e-5 }, "{a} vs {b}");
+        }
     }
 
     #[test]

@@ -15,6 +15,13 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
     dot_portable(a, b)
 }
 
+/// `dot` inlined into the caller, vectorized for the caller's target features (for
+/// kernels that are themselves compiled per feature set, with short vectors).
+#[inline(always)]
+pub fn dot_inline(a: &[f32], b: &[f32]) -> f32 {
+    dot_body(a, b, true)
+}
+
 /// `out[j] = dot(x, rows[j])` for several rows of length `x.len()` packed in `rows`.
 #[inline]
 pub fn dot_rows(x: &[f32], rows: &[f32], out: &mut [f32]) {
