@@ -6,6 +6,7 @@
 //! decoded to f32 per tile into a per-thread buffer and use f32 dot products.
 
 use super::dot::dot_rows;
+use super::packed::{self, PackedWeight};
 use super::q6k;
 use super::qdot::{self, QKind, Q8Row};
 use crate::gguf::GgmlType;
@@ -181,9 +182,8 @@ fn matmul_t_f16_rows(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]
     });
 }
 
-/// The integer path: quantize the input rows once, then integer dot products per tile.
-fn matmul_t_int(x: &[f32], m: usize, w: WeightView<'_>, kind: IntKind, bias: Option<&[f32]>, out: &mut [f32]) {
-    let (n, k) = (w.rows, w.cols);
+/// Runs `f` on the `m` rows of `x` (`m x k`) quantized to 8 bits, in this thread's buffers.
+fn with_q8_rows<R>(x: &[f32], m: usize, k: usize, f: impl FnOnce(&[Q8Row]) -> R) -> R {
     QROWS.with(|rows| {
         let mut rows = rows.borrow_mut();
         if rows.len() < m {
@@ -195,7 +195,23 @@ fn matmul_t_int(x: &[f32], m: usize, w: WeightView<'_>, kind: IntKind, bias: Opt
         } else {
             rows.iter_mut().enumerate().for_each(|(i, q)| q.quantize(&x[i * k..(i + 1) * k]));
         }
-        let rows: &[Q8Row] = rows;
+        f(rows)
+    })
+}
+
+/// `matmul_t` for a weight repacked for the interleaved kernels (`packed`).
+pub fn matmul_t_packed(x: &[f32], m: usize, w: &PackedWeight, bias: Option<&[f32]>, out: &mut [f32]) {
+    assert_eq!(x.len(), m * w.cols, "matmul_t: input is not m x cols");
+    if w.kind == packed::PackedKind::F16 {
+        return packed::matmul_f32(x, m, w, bias, out);
+    }
+    with_q8_rows(x, m, w.cols, |rows| packed::matmul(rows, w, bias, out));
+}
+
+/// The integer path: quantize the input rows once, then integer dot products per tile.
+fn matmul_t_int(x: &[f32], m: usize, w: WeightView<'_>, kind: IntKind, bias: Option<&[f32]>, out: &mut [f32]) {
+    let n = w.rows;
+    with_q8_rows(x, m, w.cols, |rows| {
         let rb = w.row_bytes();
         // Decoding (few rows): about 8 tasks per thread, enough for work stealing to even
         // out, few enough that scheduling costs nothing next to the rows (the 250880-row

@@ -9,8 +9,9 @@ pub mod dot;
 pub mod gelu;
 pub mod matmul;
 pub mod norm;
+pub mod packed;
 pub mod q6k;
 pub mod qdot;
 
-pub use matmul::{matmul_t, WeightView};
+pub use matmul::{matmul_t, matmul_t_packed, WeightView};
 pub use norm::layer_norm_rows;

@@ -20,7 +20,7 @@ pub const BLOCK_BYTES: usize = 210;
 
 /// The 32 unsigned 6-bit values of activation block `g` (0..4) of half `h` of a superblock.
 #[inline(always)]
-fn values(sb: &[u8], h: usize, g: usize) -> [u8; 32] {
+pub(crate) fn values(sb: &[u8], h: usize, g: usize) -> [u8; 32] {
     let ql = &sb[64 * h + 32 * (g & 1)..][..32];
     let qh = &sb[128 + 32 * h..][..32];
     let shift = if g >= 2 { 4 } else { 0 };

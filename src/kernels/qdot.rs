@@ -27,30 +27,82 @@ pub struct Q8Row {
     /// pair of blocks' scales as one 16-lane load.
     pub d8: Vec<f32>,
     pub ds8: Vec<f32>,
+    /// Per block: `-8 * d * sum(q)`, q4_0's offset term for the packed kernels.
+    pub q4_offset: Vec<f32>,
+    /// Per 16 values: `-32 * d * sum(q)`, Q6_K's offset term for the packed kernels.
+    pub q6_offset: Vec<f32>,
+    /// `q` offset by 128 as unsigned bytes (`q ^ 0x80`): the unsigned operand of the packed
+    /// q8_0 kernel.
+    pub qu: Vec<u8>,
 }
 
 impl Q8Row {
-    /// Quantizes `x` (a whole number of blocks) into this row, reusing its buffers.
+    /// Quantizes `x` (a whole number of blocks) into this row, reusing its buffers. Rounds
+    /// half to even, as llama.cpp's SIMD paths do.
     pub fn quantize(&mut self, x: &[f32]) {
-        let nb = x.len() / QK;
+        #[cfg(target_arch = "x86_64")]
+        {
+            if avx512::available() {
+                self.resize(x.len() / QK);
+                // SAFETY: the AVX-512 features are present (checked above); buffers sized.
+                return unsafe { avx512::quantize(self, x) };
+            }
+            if super::dot::has_avx2_fma() {
+                // SAFETY: AVX2 and FMA are present (checked above).
+                return unsafe { self.quantize_avx2(x) };
+            }
+        }
+        self.quantize_body(x)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn quantize_avx2(&mut self, x: &[f32]) {
+        self.quantize_body(x)
+    }
+
+    fn resize(&mut self, nb: usize) {
         self.q.resize(nb * QK, 0);
         self.d.resize(nb, 0.0);
         self.ds.resize(nb, 0.0);
         self.d8.resize(nb * 8, 0.0);
         self.ds8.resize(nb * 8, 0.0);
+        self.q4_offset.resize(nb, 0.0);
+        self.q6_offset.resize(nb * 2, 0.0);
+        self.qu.resize(nb * QK, 0);
+    }
+
+    /// Stores block `b`'s scale and the sums derived from it (`halves`: the sums of its
+    /// two 16-value halves of q).
+    #[inline(always)]
+    fn set_block(&mut self, b: usize, d: f32, halves: [i32; 2]) {
+        let s = halves[0] + halves[1];
+        self.d[b] = d;
+        self.ds[b] = d * s as f32;
+        self.d8[b * 8..b * 8 + 8].fill(d);
+        self.ds8[b * 8..b * 8 + 8].fill(d * s as f32);
+        self.q4_offset[b] = -8.0 * d * s as f32;
+        self.q6_offset[2 * b] = -32.0 * d * halves[0] as f32;
+        self.q6_offset[2 * b + 1] = -32.0 * d * halves[1] as f32;
+    }
+
+    #[inline(always)]
+    fn quantize_body(&mut self, x: &[f32]) {
+        self.resize(x.len() / QK);
         for (b, xs) in x.chunks_exact(QK).enumerate() {
             let amax = xs.iter().fold(0f32, |m, v| m.max(v.abs()));
             let d = amax / 127.0;
             let id = if d > 0.0 { 1.0 / d } else { 0.0 };
-            let mut s = 0i32;
-            for (q, &v) in self.q[b * QK..(b + 1) * QK].iter_mut().zip(xs) {
-                *q = (v * id).round() as i8;
-                s += *q as i32;
+            let q = &mut self.q[b * QK..(b + 1) * QK];
+            for (q, &v) in q.iter_mut().zip(xs) {
+                *q = (v * id).round_ties_even() as i8;
             }
-            self.d[b] = d;
-            self.ds[b] = d * s as f32;
-            self.d8[b * 8..b * 8 + 8].fill(d);
-            self.ds8[b * 8..b * 8 + 8].fill(d * s as f32);
+            let half = |h: usize| q[16 * h..16 * h + 16].iter().map(|&v| v as i32).sum::<i32>();
+            let halves = [half(0), half(1)];
+            for i in b * QK..(b + 1) * QK {
+                self.qu[i] = self.q[i] as u8 ^ 0x80;
+            }
+            self.set_block(b, d, halves);
         }
     }
 
@@ -127,6 +179,12 @@ pub fn dot4x2(kind: QKind, w: [&[u8]; 2], xs: [&Q8Row; 4]) -> [[f32; 4]; 2] {
         }
     }
     w.map(|w| dot4(kind, w, xs))
+}
+
+/// Whether this CPU has the AVX-512 VNNI kernels (here and in `packed`).
+#[cfg(target_arch = "x86_64")]
+pub fn avx512_available() -> bool {
+    avx512::available()
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -357,6 +415,29 @@ mod avx512 {
         _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtsi32_si128(bits as i32)))
     }
 
+    /// `Q8Row::quantize` (buffers already sized): one 16-value half per register, rounding
+    /// half to even (the default rounding mode), saturating conversion to i8.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,f16c,fma,avx2")]
+    pub unsafe fn quantize(row: &mut Q8Row, x: &[f32]) {
+        let nb = x.len() / QK;
+        for b in 0..nb {
+            let p = x.as_ptr().add(b * QK);
+            let v = [_mm512_loadu_ps(p), _mm512_loadu_ps(p.add(16))];
+            let amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_abs_ps(v[1])));
+            let d = amax / 127.0;
+            let id = _mm512_set1_ps(if d > 0.0 { 1.0 / d } else { 0.0 });
+            let mut halves = [0i32; 2];
+            for h in 0..2 {
+                let q = _mm512_cvtps_epi32(_mm512_mul_ps(v[h], id));
+                halves[h] = _mm512_reduce_add_epi32(q);
+                let bytes = _mm512_cvtsepi32_epi8(q);
+                _mm_storeu_si128(row.q.as_mut_ptr().add(b * QK + 16 * h) as *mut __m128i, bytes);
+                _mm_storeu_si128(row.qu.as_mut_ptr().add(b * QK + 16 * h) as *mut __m128i, _mm_xor_si128(bytes, _mm_set1_epi8(-128)));
+            }
+            row.set_block(b, d, halves);
+        }
+    }
+
     /// Two blocks' values as 16 lanes (8 each).
     #[inline(always)]
     unsafe fn lanes2(v: [f32; 2]) -> __m512 {
@@ -567,6 +648,23 @@ mod tests {
     use super::*;
     use crate::gguf::GgmlType;
     use crate::quant::{dequantize_row, quantize_row};
+
+    #[test]
+    fn quantize_paths_agree() {
+        let x: Vec<f32> = (0..256).map(|i| ((i * 53 % 97) as f32 - 48.0) / 5.0 + if i < 32 { 0.0 } else { 0.013 }).collect();
+        let mut plain = Q8Row::default();
+        plain.quantize_body(&x);
+        let mut fast = Q8Row::default();
+        fast.quantize(&x);
+        assert_eq!(plain.q, fast.q);
+        assert_eq!(plain.d, fast.d);
+        assert_eq!(plain.q6_offset, fast.q6_offset);
+        assert_eq!(plain.q4_offset, fast.q4_offset);
+        assert_eq!(plain.qu, fast.qu);
+        // All zeros: scale 0, no NaN.
+        fast.quantize(&[0.0; 64]);
+        assert!(fast.q.iter().all(|&q| q == 0) && fast.d.iter().all(|&d| d == 0.0));
+    }
 
     #[test]
     fn simd_matches_scalar_and_dequantized_reference() {

@@ -4,10 +4,12 @@
 //! on a GPU the weights are uploaded once and candle's own kernels run them.
 
 use super::weights::MappedTensor;
-use crate::kernels::{layer_norm_rows, matmul_t};
+use crate::kernels::packed::PackedWeight;
+use crate::kernels::{layer_norm_rows, matmul_t, matmul_t_packed};
 use candle_core::quantized::{GgmlDType, QMatMul, QStorage, QTensor};
 use candle_core::{CpuStorage, CustomOp1, DType, Device, Layout, Module, Result, Shape, Tensor, D};
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 /// The contiguous f32 data of a CPU tensor passed to a custom op.
 fn f32_input<'a>(storage: &'a CpuStorage, layout: &Layout, op: &str) -> Result<&'a [f32]> {
@@ -32,6 +34,9 @@ pub struct Linear {
     weight: MappedTensor,
     bias: Vec<f32>,
     device: Option<(DeviceWeight, Tensor)>,
+    /// CPU: the weight repacked for the interleaved kernels, made on first use (`None`
+    /// inside when the CPU, type or shape does not fit them).
+    packed: OnceLock<Option<PackedWeight>>,
 }
 
 impl Linear {
@@ -54,7 +59,7 @@ impl Linear {
                 Some((w, b))
             }
         };
-        Ok(Self { weight, bias, device: device_weight })
+        Ok(Self { weight, bias, device: device_weight, packed: OnceLock::new() })
     }
 
     /// A GPU head from a tied embedding: dense embeddings are quantized to Q8_0 on the way
@@ -71,6 +76,7 @@ impl Linear {
             weight: embedding.clone(),
             bias: vec![0f32; out],
             device: Some((DeviceWeight::Quantized(QMatMul::from_arc(std::sync::Arc::new(q))?), b)),
+            packed: OnceLock::new(),
         })
     }
 
@@ -87,9 +93,27 @@ impl Linear {
         self.device.as_ref().map(|(_, b)| b)
     }
 
+    /// The packed copy of the weight, made the first time; the mapping's pages are given back
+    /// once it exists (the embedding rows of a tied head page back in as they are read).
+    fn packed(&self) -> Option<&PackedWeight> {
+        self.packed
+            .get_or_init(|| {
+                let p = PackedWeight::pack(self.weight.matrix());
+                if p.is_some() {
+                    self.weight.release_pages();
+                }
+                p
+            })
+            .as_ref()
+    }
+
+    fn cpu_op(&self, with_bias: bool) -> CpuLinear<'_> {
+        CpuLinear { weight: &self.weight, packed: self.packed(), bias: if with_bias { &self.bias } else { &[] } }
+    }
+
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
         match &self.device {
-            None => x.contiguous()?.apply_op1_no_bwd(&CpuLinear { weight: &self.weight, bias: &self.bias }),
+            None => x.contiguous()?.apply_op1_no_bwd(&self.cpu_op(true)),
             Some((_, b)) => self.forward_no_bias(x)?.broadcast_add(b),
         }
     }
@@ -97,7 +121,7 @@ impl Linear {
     /// `x W^T` without the bias (GPU: fused kernels add it together with what follows).
     pub fn forward_no_bias(&self, x: &Tensor) -> Result<Tensor> {
         match &self.device {
-            None => x.contiguous()?.apply_op1_no_bwd(&CpuLinear { weight: &self.weight, bias: &[] }),
+            None => x.contiguous()?.apply_op1_no_bwd(&self.cpu_op(false)),
             Some((DeviceWeight::Quantized(w), _)) => w.forward(&x.contiguous()?),
             Some((DeviceWeight::Dense(w), _)) => x.broadcast_matmul(&w.t()?),
         }
@@ -124,6 +148,7 @@ pub fn upload(w: &MappedTensor, device: &Device) -> Result<QTensor> {
 
 struct CpuLinear<'a> {
     weight: &'a MappedTensor,
+    packed: Option<&'a PackedWeight>,
     bias: &'a [f32],
 }
 
@@ -143,7 +168,10 @@ impl CustomOp1 for CpuLinear<'_> {
         let m = x.len() / k.max(1);
         let mut out = vec![0f32; m * w.rows];
         let bias = (!self.bias.is_empty()).then_some(self.bias);
-        matmul_t(x, m, w, bias, &mut out);
+        match self.packed {
+            Some(p) => matmul_t_packed(x, m, p, bias, &mut out),
+            None => matmul_t(x, m, w, bias, &mut out),
+        }
         let mut out_dims = dims.to_vec();
         *out_dims.last_mut().expect("rank >= 1") = w.rows;
         Ok((CpuStorage::F32(out), Shape::from(out_dims)))

@@ -1,0 +1,534 @@
+//! Weights repacked so that one 512-bit register holds 16 weight rows (AVX-512 VNNI).
+//!
+//! The row-at-a-time kernels (`qdot`, `q6k`) sum every output across SIMD lanes and turn
+//! each 32-value block product into f32 separately per (weight row, input row): most of
+//! their instructions are bookkeeping rather than multiply-adds (the profile in
+//! docs/BENCHMARKS.md). Here a register holds 4 consecutive values of each of 16 weight
+//! rows, one row per 32-bit lane; `vpdpbusd` against 4 activation bytes broadcast to every
+//! lane adds into 16 outputs at once. No horizontal sums, and one conversion plus two FMAs
+//! per block serve 16 outputs. An input tile of up to 8 rows shares each unpacked block.
+//!
+//! A weight is repacked once, the first time the CPU multiplies by it (`Linear` keeps the
+//! result); the packed copy is the same size as the file's bytes. Layouts, per group of 16
+//! rows (each group starts on a 64-byte line), with `nb` 32-value blocks per row:
+//! - Q4_0: `nb` x 256 bytes of nibbles, then `nb` x 16 f16 scales. Nibble line `c` (0..4)
+//!   of block `b` holds, in lane `j`, row `j`'s `qs[4c..4c + 4]`: its low nibbles are the
+//!   values `4c..4c + 4` of the block, its high nibbles the values `16 + 4c..`.
+//! - Q6_K: `nb` x 384 bytes (four lines of low nibbles as for Q4_0, then two lines of high
+//!   bit pairs: line `h`, lane `j`, byte `t`, bits `2i..2i + 2` are the high bits of value
+//!   `16h + 4i + t`), then `nb` x 32 i8 sub-block scales (first the 16 rows' scale of values
+//!   0..16, then of 16..32), then `nb / 8` x 16 f16 superblock scales.
+//! - Q8_0: `nb` x 512 bytes (line `v` (0..8), lane `j`: row `j`'s values `4v..4v + 4`), then
+//!   `nb` x 16 f16 scales, then `nb` x 16 i16 sums of each row's block. `vpdpbusd` takes
+//!   unsigned bytes on one side: the activations go in offset by 128 (`Q8Row::qu`) and the
+//!   sum `128 * sum(w)` is taken back out.
+//! - F16: `cols` x 16 f16 (value `c` of the 16 rows), multiplied with f32 inputs (F16C
+//!   conversion, FMA), like llama.cpp's f16 path.
+
+use super::qdot::{Q8Row, QK};
+use super::q6k;
+use super::WeightView;
+use crate::gguf::GgmlType;
+use rayon::prelude::*;
+
+/// Weight rows per group: one per 32-bit lane of a 512-bit register.
+pub const LANES: usize = 16;
+/// Input rows per kernel call.
+const TILE_M: usize = 8;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PackedKind {
+    Q4_0,
+    Q6K,
+    Q8_0,
+    F16,
+}
+
+impl PackedKind {
+    /// Packed bytes per group and 32-value block.
+    fn block_bytes(self) -> usize {
+        match self {
+            PackedKind::Q4_0 => 256 + 32,
+            PackedKind::Q6K => 384 + 32 + 4,
+            PackedKind::Q8_0 => 512 + 32 + 32,
+            PackedKind::F16 => 32 * 32,
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(64))]
+struct Line([u8; 64]);
+
+/// A weight matrix in the interleaved layout above.
+pub struct PackedWeight {
+    pub kind: PackedKind,
+    pub rows: usize,
+    pub cols: usize,
+    data: Vec<Line>,
+}
+
+/// Whether this CPU runs the packed kernels. `SEQGPT_CPU_PACKED=0` turns them off, to
+/// compare with the row-at-a-time kernels in one benchmark run.
+pub fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::sync::OnceLock;
+        static ON: OnceLock<bool> = OnceLock::new();
+        *ON.get_or_init(|| super::qdot::avx512_available() && std::env::var("SEQGPT_CPU_PACKED").map_or(true, |v| v != "0"))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+impl PackedWeight {
+    /// Repacks `w` when this CPU has the kernels and the type and shape fit them; `None`
+    /// leaves the weight to the row-at-a-time kernels.
+    pub fn pack(w: WeightView<'_>) -> Option<Self> {
+        if !available() || w.rows % LANES != 0 {
+            return None;
+        }
+        let kind = match w.dtype {
+            GgmlType::Q4_0 if w.cols % QK == 0 => PackedKind::Q4_0,
+            GgmlType::Q6_K if w.cols % q6k::QK_K == 0 => PackedKind::Q6K,
+            GgmlType::Q8_0 if w.cols % QK == 0 => PackedKind::Q8_0,
+            GgmlType::F16 if w.cols % QK == 0 => PackedKind::F16,
+            _ => return None,
+        };
+        let nb = w.cols / QK;
+        let group_bytes = nb * kind.block_bytes();
+        let group_lines = group_bytes.div_ceil(64);
+        let mut data = vec![Line([0; 64]); w.rows / LANES * group_lines];
+        data.par_chunks_mut(group_lines).enumerate().for_each(|(g, lines)| {
+            // SAFETY: `Line` is 64 plain bytes; the slice covers exactly `lines`.
+            let dst = unsafe { std::slice::from_raw_parts_mut(lines.as_mut_ptr() as *mut u8, lines.len() * 64) };
+            let src = w.rows_bytes(g * LANES, LANES);
+            match kind {
+                PackedKind::Q4_0 => pack_q4_0(src, nb, dst),
+                PackedKind::Q6K => pack_q6k(src, nb, dst),
+                PackedKind::Q8_0 => pack_q8_0(src, nb, dst),
+                PackedKind::F16 => pack_f16(src, nb * QK, dst),
+            }
+        });
+        Some(Self { kind, rows: w.rows, cols: w.cols, data })
+    }
+
+    fn group_bytes(&self) -> usize {
+        (self.cols / QK * self.kind.block_bytes()).div_ceil(64) * 64
+    }
+
+    fn group(&self, g: usize) -> *const u8 {
+        // SAFETY (callers): g < rows / LANES, so the group lies inside `data`.
+        unsafe { (self.data.as_ptr() as *const u8).add(g * self.group_bytes()) }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.data.len() * 64
+    }
+}
+
+fn pack_q4_0(src: &[u8], nb: usize, dst: &mut [u8]) {
+    let rb = nb * 18;
+    for j in 0..LANES {
+        for b in 0..nb {
+            let blk = &src[j * rb + b * 18..][..18];
+            for c in 0..4 {
+                dst[b * 256 + c * 64 + j * 4..][..4].copy_from_slice(&blk[2 + 4 * c..2 + 4 * c + 4]);
+            }
+            dst[nb * 256 + b * 32 + j * 2..][..2].copy_from_slice(&blk[..2]);
+        }
+    }
+}
+
+fn pack_f16(src: &[u8], k: usize, dst: &mut [u8]) {
+    for j in 0..LANES {
+        for c in 0..k {
+            dst[c * 32 + j * 2..][..2].copy_from_slice(&src[(j * k + c) * 2..][..2]);
+        }
+    }
+}
+
+fn pack_q8_0(src: &[u8], nb: usize, dst: &mut [u8]) {
+    let rb = nb * 34;
+    for j in 0..LANES {
+        for b in 0..nb {
+            let blk = &src[j * rb + b * 34..][..34];
+            for v in 0..8 {
+                dst[b * 512 + v * 64 + j * 4..][..4].copy_from_slice(&blk[2 + 4 * v..2 + 4 * v + 4]);
+            }
+            dst[nb * 512 + b * 32 + j * 2..][..2].copy_from_slice(&blk[..2]);
+            let sum: i16 = blk[2..].iter().map(|&w| w as i8 as i16).sum();
+            dst[nb * 544 + b * 32 + j * 2..][..2].copy_from_slice(&sum.to_le_bytes());
+        }
+    }
+}
+
+fn pack_q6k(src: &[u8], nb: usize, dst: &mut [u8]) {
+    let per_sb = q6k::QK_K / QK;
+    let rb = nb / per_sb * q6k::BLOCK_BYTES;
+    let (scales_at, d_at) = (nb * 384, nb * 416);
+    for j in 0..LANES {
+        for s in 0..nb / per_sb {
+            let sb = &src[j * rb + s * q6k::BLOCK_BYTES..][..q6k::BLOCK_BYTES];
+            dst[d_at + s * 32 + j * 2..][..2].copy_from_slice(&sb[208..210]);
+            for bi in 0..per_sb {
+                let b = s * per_sb + bi;
+                let v = q6k::values(sb, bi / 4, bi % 4);
+                let out = &mut dst[b * 384..][..384];
+                for c in 0..4 {
+                    for t in 0..4 {
+                        out[c * 64 + j * 4 + t] = (v[4 * c + t] & 15) | ((v[16 + 4 * c + t] & 15) << 4);
+                    }
+                }
+                for h in 0..2 {
+                    for t in 0..4 {
+                        let bits = (0..4).fold(0u8, |acc, i| acc | (((v[16 * h + 4 * i + t] >> 4) & 3) << (2 * i)));
+                        out[256 + h * 64 + j * 4 + t] = bits;
+                    }
+                }
+                dst[scales_at + b * 32 + j] = sb[192 + 2 * bi];
+                dst[scales_at + b * 32 + 16 + j] = sb[192 + 2 * bi + 1];
+            }
+        }
+    }
+}
+
+struct OutPtr(*mut f32);
+// SAFETY: tasks write disjoint column ranges of the output (see `matmul`).
+unsafe impl Send for OutPtr {}
+unsafe impl Sync for OutPtr {}
+
+impl OutPtr {
+    fn get(&self) -> *mut f32 {
+        self.0
+    }
+}
+
+/// `out[i, j] = sum_k x_i[k] * W[j, k] + bias[j]`, `x` already quantized (one `Q8Row` per
+/// input row), `out` is `rows.len() x w.rows`. For the integer kinds.
+pub fn matmul(rows: &[Q8Row], w: &PackedWeight, bias: Option<&[f32]>, out: &mut [f32]) {
+    assert!(w.kind != PackedKind::F16, "packed matmul: f16 weights take f32 inputs");
+    assert!(rows.iter().all(|r| r.q.len() == w.cols), "packed matmul: input width");
+    for_each_tile(rows.len(), w, bias, out, |g, i, r, o| {
+        // SAFETY: as `for_each_tile` promises: group g exists, rows i..i+r exist, `o` is
+        // this task's 16 columns of row i.
+        unsafe { kernel(w, g, &rows[i..i + r], bias, o, w.rows) }
+    });
+}
+
+/// As `matmul` for f16 weights, with `x` (`m x cols`) in f32.
+pub fn matmul_f32(x: &[f32], m: usize, w: &PackedWeight, bias: Option<&[f32]>, out: &mut [f32]) {
+    assert!(w.kind == PackedKind::F16, "packed matmul_f32: only f16 weights");
+    assert_eq!(x.len(), m * w.cols, "packed matmul: input is not m x cols");
+    let k = w.cols;
+    for_each_tile(m, w, bias, out, |g, i, r, o| {
+        // SAFETY: as in `matmul`.
+        unsafe { kernel_f16(w, g, &x[i * k..(i + r) * k], r, bias, o, w.rows) }
+    });
+}
+
+/// Calls `f(group, first_row, rows, out)` for every group of 16 weight rows and every tile
+/// of up to 8 input rows, in parallel over groups; `out` points at the tile's first output.
+fn for_each_tile(m: usize, w: &PackedWeight, bias: Option<&[f32]>, out: &mut [f32], f: impl Fn(usize, usize, usize, *mut f32) + Sync) {
+    let n = w.rows;
+    assert_eq!(out.len(), m * n, "packed matmul: output is not m x rows");
+    if let Some(b) = bias {
+        assert_eq!(b.len(), n, "packed matmul: bias length");
+    }
+    let groups = n / LANES;
+    // About 8 tasks per thread for decoding; with many input rows a task of a few groups
+    // keeps them in L1/L2 while every input row passes.
+    let per_task = if m < TILE_M {
+        (groups / (8 * rayon::current_num_threads().max(1))).max(1)
+    } else {
+        (8192 / w.group_bytes()).clamp(1, 4)
+    };
+    let out_ptr = OutPtr(out.as_mut_ptr());
+    (0..groups.div_ceil(per_task)).into_par_iter().for_each(|t| {
+        for g in t * per_task..((t + 1) * per_task).min(groups) {
+            let mut i = 0;
+            while i < m {
+                let r = (m - i).min(TILE_M);
+                // SAFETY: i * n + g * 16 + 16 <= m * n; this task alone writes columns
+                // g*16..g*16+16 of every output row.
+                f(g, i, r, unsafe { out_ptr.get().add(i * n + g * LANES) });
+                i += r;
+            }
+        }
+    });
+}
+
+/// One group of 16 f16 weight rows against `r` f32 input rows (`x`).
+unsafe fn kernel_f16(w: &PackedWeight, g: usize, x: &[f32], r: usize, bias: Option<&[f32]>, out: *mut f32, stride: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let bias = bias.map(|b| b.as_ptr().add(g * LANES));
+        let (p, k) = (w.group(g), w.cols);
+        // Short tiles split the sum over k into independent accumulators (FMA latency).
+        match r {
+            1 => avx512::f16::<1, 4>(p, k, x, bias, out, stride),
+            2 => avx512::f16::<2, 2>(p, k, x, bias, out, stride),
+            3 => avx512::f16::<3, 2>(p, k, x, bias, out, stride),
+            4 => avx512::f16::<4, 1>(p, k, x, bias, out, stride),
+            5 => avx512::f16::<5, 1>(p, k, x, bias, out, stride),
+            6 => avx512::f16::<6, 1>(p, k, x, bias, out, stride),
+            7 => avx512::f16::<7, 1>(p, k, x, bias, out, stride),
+            8 => avx512::f16::<8, 1>(p, k, x, bias, out, stride),
+            _ => unreachable!("tile of 1..=8 rows"),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (w, g, x, r, bias, out, stride);
+        unreachable!("packed weights exist only where `available()`");
+    }
+}
+
+/// One group of 16 weight rows against `xs` (1..=8 input rows); writes 16 values per input
+/// row at `out + r * stride`.
+unsafe fn kernel(w: &PackedWeight, g: usize, xs: &[Q8Row], bias: Option<&[f32]>, out: *mut f32, stride: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let bias = bias.map(|b| b.as_ptr().add(g * LANES));
+        macro_rules! go {
+            ($($r:literal)*) => {
+                match xs.len() {
+                    $($r => match w.kind {
+                        PackedKind::Q4_0 => avx512::q4_0::<$r>(w.group(g), w.cols / QK, xs, bias, out, stride),
+                        PackedKind::Q6K => avx512::q6k::<$r>(w.group(g), w.cols / QK, xs, bias, out, stride),
+                        PackedKind::Q8_0 => avx512::q8_0::<$r>(w.group(g), w.cols / QK, xs, bias, out, stride),
+                        PackedKind::F16 => unreachable!("f16 takes kernel_f16"),
+                    },)*
+                    _ => unreachable!("tile of 1..=8 rows"),
+                }
+            };
+        }
+        go!(1 2 3 4 5 6 7 8)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (w, g, xs, bias, out, stride);
+        unreachable!("packed weights exist only where `available()`");
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{Q8Row, QK};
+    use std::arch::x86_64::*;
+
+    /// Adds the bias (if any) and stores 16 outputs per input row.
+    #[inline(always)]
+    unsafe fn store<const R: usize>(acc: [__m512; R], bias: Option<*const f32>, out: *mut f32, stride: usize) {
+        let b = match bias {
+            Some(p) => _mm512_loadu_ps(p),
+            None => _mm512_setzero_ps(),
+        };
+        for (r, a) in acc.into_iter().enumerate() {
+            _mm512_storeu_ps(out.add(r * stride), _mm512_add_ps(a, b));
+        }
+    }
+
+    /// `vpdpbusd` of 4 packed weight vectors with the 4-byte activation groups at `x`.
+    #[inline(always)]
+    unsafe fn dot4(w: &[__m512i], x: *const i32) -> __m512i {
+        let mut s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w[0], _mm512_set1_epi32(*x));
+        s = _mm512_dpbusd_epi32(s, w[1], _mm512_set1_epi32(*x.add(1)));
+        s = _mm512_dpbusd_epi32(s, w[2], _mm512_set1_epi32(*x.add(2)));
+        _mm512_dpbusd_epi32(s, w[3], _mm512_set1_epi32(*x.add(3)))
+    }
+
+    /// Q4_0: `sum_b d_w * (d_x * sum(n * x_q) - 8 d_x sum(x_q))` with `n` the 0..15 nibbles.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma,avx2")]
+    pub unsafe fn q4_0<const R: usize>(group: *const u8, nb: usize, xs: &[Q8Row], bias: Option<*const f32>, out: *mut f32, stride: usize) {
+        let m4 = _mm512_set1_epi8(0x0f);
+        let scales = group.add(nb * 256);
+        let mut acc = [_mm512_setzero_ps(); R];
+        for b in 0..nb {
+            let p = group.add(b * 256);
+            let mut w = [_mm512_setzero_si512(); 8];
+            for c in 0..4 {
+                let line = _mm512_load_si512(p.add(c * 64) as *const __m512i);
+                w[c] = _mm512_and_si512(line, m4);
+                w[4 + c] = _mm512_and_si512(_mm512_srli_epi16(line, 4), m4);
+            }
+            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(scales.add(b * 32) as *const __m256i));
+            for r in 0..R {
+                let x = xs.get_unchecked(r);
+                let xq = x.q.as_ptr().add(b * QK) as *const i32;
+                let s = _mm512_add_epi32(dot4(&w[..4], xq), dot4(&w[4..], xq.add(4)));
+                let t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(*x.d.get_unchecked(b)), _mm512_set1_ps(*x.q4_offset.get_unchecked(b)));
+                acc[r] = _mm512_fmadd_ps(t, dw, acc[r]);
+            }
+        }
+        store(acc, bias, out, stride);
+    }
+
+    /// f16 weights, f32 inputs: `acc_r += w[c] * x_r[c]`, 16 rows per FMA; `U` accumulators
+    /// per input row over interleaved values of k.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma,avx2")]
+    pub unsafe fn f16<const R: usize, const U: usize>(group: *const u8, k: usize, x: &[f32], bias: Option<*const f32>, out: *mut f32, stride: usize) {
+        let mut acc = [[_mm512_setzero_ps(); U]; R];
+        let xp = x.as_ptr();
+        let mut c = 0;
+        while c + U <= k {
+            for u in 0..U {
+                let w = _mm512_cvtph_ps(_mm256_load_si256(group.add((c + u) * 32) as *const __m256i));
+                for (r, a) in acc.iter_mut().enumerate() {
+                    a[u] = _mm512_fmadd_ps(w, _mm512_set1_ps(*xp.add(r * k + c + u)), a[u]);
+                }
+            }
+            c += U;
+        }
+        // k is a multiple of 32, U of 1, 2 or 4: nothing is left over.
+        let sums: [__m512; R] = std::array::from_fn(|r| acc[r].iter().fold(_mm512_setzero_ps(), |s, a| _mm512_add_ps(s, *a)));
+        store(sums, bias, out, stride);
+    }
+
+    /// Q8_0: `sum_b d_w * d_x * (sum((x_q + 128) * w) - 128 * sum(w))`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma,avx2")]
+    pub unsafe fn q8_0<const R: usize>(group: *const u8, nb: usize, xs: &[Q8Row], bias: Option<*const f32>, out: *mut f32, stride: usize) {
+        let (scales, sums) = (group.add(nb * 512), group.add(nb * 544));
+        let mut acc = [_mm512_setzero_ps(); R];
+        for b in 0..nb {
+            let p = group.add(b * 512);
+            let w: [__m512i; 8] = std::array::from_fn(|v| _mm512_load_si512(p.add(v * 64) as *const __m512i));
+            let dw = _mm512_cvtph_ps(_mm256_loadu_si256(scales.add(b * 32) as *const __m256i));
+            let offset = _mm512_slli_epi32(_mm512_cvtepi16_epi32(_mm256_loadu_si256(sums.add(b * 32) as *const __m256i)), 7);
+            for r in 0..R {
+                let x = xs.get_unchecked(r);
+                let xu = x.qu.as_ptr().add(b * QK) as *const i32;
+                let mut s = _mm512_setzero_si512();
+                for (v, wv) in w.iter().enumerate() {
+                    s = _mm512_dpbusd_epi32(s, _mm512_set1_epi32(*xu.add(v)), *wv);
+                }
+                let f = _mm512_cvtepi32_ps(_mm512_sub_epi32(s, offset));
+                acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(f, _mm512_set1_ps(*x.d.get_unchecked(b))), dw, acc[r]);
+            }
+        }
+        store(acc, bias, out, stride);
+    }
+
+    /// Q6_K: per 16-value sub-block, `d * sc * (d_x * sum(q * x_q) - 32 d_x sum(x_q))` with
+    /// `q` the 0..63 values.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma,avx2")]
+    pub unsafe fn q6k<const R: usize>(group: *const u8, nb: usize, xs: &[Q8Row], bias: Option<*const f32>, out: *mut f32, stride: usize) {
+        let m4 = _mm512_set1_epi8(0x0f);
+        let m30 = _mm512_set1_epi8(0x30);
+        let (scales, supers) = (group.add(nb * 384), group.add(nb * 416));
+        let mut acc = [_mm512_setzero_ps(); R];
+        let mut d = _mm512_setzero_ps();
+        for b in 0..nb {
+            if b % 8 == 0 {
+                d = _mm512_cvtph_ps(_mm256_loadu_si256(supers.add(b / 8 * 32) as *const __m256i));
+            }
+            let p = group.add(b * 384);
+            let hi = [_mm512_load_si512(p.add(256) as *const __m512i), _mm512_load_si512(p.add(320) as *const __m512i)];
+            let mut w = [_mm512_setzero_si512(); 8];
+            for c in 0..4 {
+                let line = _mm512_load_si512(p.add(c * 64) as *const __m512i);
+                let lo = [_mm512_and_si512(line, m4), _mm512_and_si512(_mm512_srli_epi16(line, 4), m4)];
+                for h in 0..2 {
+                    // Bits 2c, 2c + 1 of the high line, moved to bits 4, 5.
+                    let bits = match c {
+                        0 => _mm512_slli_epi16(hi[h], 4),
+                        1 => _mm512_slli_epi16(hi[h], 2),
+                        2 => hi[h],
+                        _ => _mm512_srli_epi16(hi[h], 2),
+                    };
+                    // lo | (bits & 0x30)
+                    w[4 * h + c] = _mm512_ternarylogic_epi32(lo[h], bits, m30, 0xF8);
+                }
+            }
+            let sc = scales.add(b * 32) as *const __m128i;
+            let fs0 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(sc))));
+            let fs1 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(sc.add(1)))));
+            for r in 0..R {
+                let x = xs.get_unchecked(r);
+                let xq = x.q.as_ptr().add(b * QK) as *const i32;
+                let dx = _mm512_set1_ps(*x.d.get_unchecked(b));
+                let s0 = _mm512_cvtepi32_ps(dot4(&w[..4], xq));
+                let s1 = _mm512_cvtepi32_ps(dot4(&w[4..], xq.add(4)));
+                let t0 = _mm512_fmadd_ps(s0, dx, _mm512_set1_ps(*x.q6_offset.get_unchecked(2 * b)));
+                let t1 = _mm512_fmadd_ps(s1, dx, _mm512_set1_ps(*x.q6_offset.get_unchecked(2 * b + 1)));
+                acc[r] = _mm512_fmadd_ps(t1, fs1, _mm512_fmadd_ps(t0, fs0, acc[r]));
+            }
+        }
+        store(acc, bias, out, stride);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quant::quantize_row;
+
+    /// The packed kernels against the row-at-a-time ones (same 8-bit activations), for
+    /// every tile height and a remainder.
+    #[test]
+    fn packed_matches_row_kernels() {
+        if !available() {
+            eprintln!("no AVX-512 VNNI: packed kernels not exercised");
+            return;
+        }
+        for (dtype, k) in [(GgmlType::Q4_0, 96), (GgmlType::Q4_0, 1024), (GgmlType::Q6_K, 512), (GgmlType::Q8_0, 96), (GgmlType::Q8_0, 1024), (GgmlType::F16, 96)] {
+            let n = 48;
+            let wf: Vec<f32> = (0..n * k).map(|i| (((i as u32).wrapping_mul(2654435761) >> 7) % 1000) as f32 / 300.0 - 1.6).collect();
+            let mut bytes = Vec::new();
+            for row in wf.chunks(k) {
+                quantize_row(dtype, row, &mut bytes).unwrap();
+            }
+            let view = WeightView { dtype, bytes: &bytes, rows: n, cols: k };
+            let packed = PackedWeight::pack(view).expect("packable");
+            let data = n / LANES * k / QK * packed.kind.block_bytes();
+            assert_eq!(packed.bytes(), n / LANES * (k / QK * packed.kind.block_bytes()).div_ceil(64) * 64);
+            // q4_0, Q6_K, f16: the file's bytes exactly, rearranged; q8_0 adds its block sums.
+            assert_eq!(data, if dtype == GgmlType::Q8_0 { bytes.len() + n * k / QK * 2 } else { bytes.len() });
+            let bias: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 3.0).collect();
+            for m in [1, 3, 8, 11] {
+                let x: Vec<f32> = (0..m * k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0).collect();
+                let rows: Vec<Q8Row> = x
+                    .chunks(k)
+                    .map(|r| {
+                        let mut q = Q8Row::default();
+                        q.quantize(r);
+                        q
+                    })
+                    .collect();
+                let mut want = vec![0f32; m * n];
+                for (i, xq) in rows.iter().enumerate() {
+                    for j in 0..n {
+                        let w = view.rows_bytes(j, 1);
+                        let v = match dtype {
+                            GgmlType::Q6_K => q6k::scalar_dot(w, xq),
+                            GgmlType::Q8_0 => super::super::qdot::scalar_dot(super::super::qdot::QKind::Q8_0, w, xq),
+                            GgmlType::F16 => 0.0, // replaced below
+                            _ => super::super::qdot::scalar_dot(super::super::qdot::QKind::Q4_0, w, xq),
+                        };
+                        want[i * n + j] = v + bias[j];
+                    }
+                }
+                let mut got = vec![0f32; m * n];
+                if dtype == GgmlType::F16 {
+                    // f32 inputs: against f64 sums over the decoded weights.
+                    for i in 0..m {
+                        for j in 0..n {
+                            let mut wr = vec![0f32; k];
+                            view.decode_row(j, &mut wr);
+                            let s: f64 = (0..k).map(|c| x[i * k + c] as f64 * wr[c] as f64).sum();
+                            want[i * n + j] = s as f32 + bias[j];
+                        }
+                    }
+                    matmul_f32(&x, m, &packed, Some(&bias), &mut got);
+                } else {
+                    matmul(&rows, &packed, Some(&bias), &mut got);
+                }
+                for (a, b) in got.iter().zip(&want) {
+                    assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{dtype} k={k} m={m}: {a} vs {b}");
+                }
+            }
+        }
+    }
+}
