@@ -238,26 +238,30 @@ fn for_each_tile(m: usize, w: &PackedWeight, bias: Option<&[f32]>, out: &mut [f3
         assert_eq!(b.len(), n, "packed matmul: bias length");
     }
     let groups = n / LANES;
-    // About 8 tasks per thread for decoding; with many input rows a task of a few groups
-    // keeps them in L1/L2 while every input row passes.
-    let per_task = if m < TILE_M {
-        (groups / (8 * rayon::current_num_threads().max(1))).max(1)
+    // One tile of input rows (decoding, up to batch 8): about 8 tasks per thread. With more
+    // input rows, a task takes a few groups and the rows come in chunks of about 256 KB of
+    // 8-bit activations, so that a chunk stays in L2 while every group's weights pass.
+    let (per_task, chunk) = if m <= TILE_M {
+        ((groups / (8 * rayon::current_num_threads().max(1))).max(1), m)
     } else {
-        (8192 / w.group_bytes()).clamp(1, 4)
+        ((8192 / w.group_bytes()).clamp(1, 4), (256 * 1024 / w.cols).max(TILE_M) / TILE_M * TILE_M)
     };
     let out_ptr = OutPtr(out.as_mut_ptr());
-    (0..groups.div_ceil(per_task)).into_par_iter().for_each(|t| {
-        for g in t * per_task..((t + 1) * per_task).min(groups) {
-            let mut i = 0;
-            while i < m {
-                let r = (m - i).min(TILE_M);
-                // SAFETY: i * n + g * 16 + 16 <= m * n; this task alone writes columns
-                // g*16..g*16+16 of every output row.
-                f(g, i, r, unsafe { out_ptr.get().add(i * n + g * LANES) });
-                i += r;
+    for c0 in (0..m).step_by(chunk) {
+        let c1 = (c0 + chunk).min(m);
+        (0..groups.div_ceil(per_task)).into_par_iter().for_each(|t| {
+            for g in t * per_task..((t + 1) * per_task).min(groups) {
+                let mut i = c0;
+                while i < c1 {
+                    let r = (c1 - i).min(TILE_M);
+                    // SAFETY: i * n + g * 16 + 16 <= m * n; this task alone writes columns
+                    // g*16..g*16+16 of every output row.
+                    f(g, i, r, unsafe { out_ptr.get().add(i * n + g * LANES) });
+                    i += r;
+                }
             }
-        }
-    });
+        });
+    }
 }
 
 /// One group of 16 f16 weight rows against `r` f32 input rows (`x`).
@@ -487,7 +491,8 @@ mod tests {
             // q4_0, Q6_K, f16: the file's bytes exactly, rearranged; q8_0 adds its block sums.
             assert_eq!(data, if dtype == GgmlType::Q8_0 { bytes.len() + n * k / QK * 2 } else { bytes.len() });
             let bias: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 3.0).collect();
-            for m in [1, 3, 8, 11] {
+            // 300 rows: more than one chunk of rows at k = 1024.
+            for m in [1, 3, 8, 11, 300] {
                 let x: Vec<f32> = (0..m * k).map(|i| ((i * 37 % 101) as f32 - 50.0) / 17.0).collect();
                 let rows: Vec<Q8Row> = x
                     .chunks(k)
@@ -528,6 +533,44 @@ mod tests {
                 for (a, b) in got.iter().zip(&want) {
                     assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "{dtype} k={k} m={m}: {a} vs {b}");
                 }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod speed {
+    use super::*;
+    use crate::quant::quantize_row;
+
+    /// Kernel throughput alone: `cargo test --release --lib packed_speed -- --ignored --nocapture`.
+    #[test]
+    #[ignore]
+    fn packed_speed() {
+        for (dtype, n, k) in [(GgmlType::Q4_0, 4096, 1024), (GgmlType::Q4_0, 65536, 1024), (GgmlType::Q6_K, 65536, 1024)] {
+            let wf: Vec<f32> = (0..k).map(|i| (i % 13) as f32 - 6.0).collect();
+            let mut row = Vec::new();
+            quantize_row(dtype, &wf, &mut row).unwrap();
+            let bytes: Vec<u8> = row.iter().cycle().take(row.len() * n).cloned().collect();
+            let view = WeightView { dtype, bytes: &bytes, rows: n, cols: k };
+            let packed = PackedWeight::pack(view).unwrap();
+            for m in [1, 8, 64] {
+                let rows: Vec<Q8Row> = (0..m)
+                    .map(|i| {
+                        let mut q = Q8Row::default();
+                        q.quantize(&(0..k).map(|c| ((c + i) % 7) as f32).collect::<Vec<_>>());
+                        q
+                    })
+                    .collect();
+                let mut out = vec![0f32; m * n];
+                matmul(&rows, &packed, None, &mut out);
+                let reps = (2_000_000_000 / (m * n * k)).max(2);
+                let t = std::time::Instant::now();
+                for _ in 0..reps {
+                    matmul(&rows, &packed, None, &mut out);
+                }
+                let s = t.elapsed().as_secs_f64() / reps as f64;
+                println!("{dtype} n={n} k={k} m={m}: {:.2} ms  {:.1} GMAC/s  {:.1} GB/s of weights", s * 1e3, (m * n * k) as f64 / s / 1e9, packed.bytes() as f64 / s / 1e9);
             }
         }
     }
