@@ -71,6 +71,9 @@ pub fn alibi_attention(
                 if d % 64 == 0 && s.t - tile.i0 >= 4 && super::qdot::avx512_available() {
                     // SAFETY: AVX-512F and FMA are present (checked above); d % 64 == 0.
                     unsafe { avx512::attend_tile(&args, tile, scores, qt, acc) };
+                } else if d % 16 == 0 && super::qdot::avx512_available() {
+                    // SAFETY: AVX-512F and FMA are present (checked above); d % 16 == 0.
+                    unsafe { avx512::attend_queries(&args, tile, scores, acc) };
                 } else if super::dot::has_avx2_fma() {
                     // SAFETY: AVX2 and FMA are present (checked above).
                     unsafe { attend_tile_avx2(&args, tile, scores, acc) };
@@ -235,6 +238,72 @@ mod avx512 {
         }
     }
 
+    /// The tile one query at a time (decoding: one or a few queries per row): a score is a
+    /// dot product over the head in 16-value registers, the softmax runs 16 keys per
+    /// register, the weighted sum keeps the output row in registers. `scores` is scratch
+    /// (`QUERY_TILE * total`), `acc` gets `head_dim` values per query.
+    #[target_feature(enable = "avx512f,fma,avx2")]
+    pub unsafe fn attend_queries(a: &TileArgs<'_>, tile: Tile, scores: &mut [f32], acc: &mut [f32]) {
+        let s = a.s;
+        let (hd, d, total) = (s.heads * s.head_dim, s.head_dim, s.total());
+        let n = QUERY_TILE.min(s.t - tile.i0);
+        let chunks = d / 16;
+        assert!(d % 16 == 0 && chunks <= 8 && scores.len() >= total && acc.len() >= n * d);
+        let kb = a.k[(tile.b * s.heads + tile.h) * s.cap * d..].as_ptr();
+        let vb = a.v[(tile.b * s.heads + tile.h) * s.cap * d..].as_ptr();
+        let kp = &a.kpos[tile.b * total..(tile.b + 1) * total];
+        let slope = a.slopes[tile.h];
+        let sc = scores.as_mut_ptr();
+        for q in 0..n {
+            let visible = s.past + tile.i0 + q + 1;
+            let qp = a.qkv[(tile.b * s.t + tile.i0 + q) * 3 * hd + tile.h * d..].as_ptr();
+            let mut max = f32::NEG_INFINITY;
+            for (j, &pos) in kp[..visible].iter().enumerate() {
+                let score = if pos >= 0.0 {
+                    let kr = kb.add(j * d);
+                    let mut sum = _mm512_mul_ps(_mm512_loadu_ps(qp), _mm512_loadu_ps(kr));
+                    for c in 1..chunks {
+                        sum = _mm512_fmadd_ps(_mm512_loadu_ps(qp.add(16 * c)), _mm512_loadu_ps(kr.add(16 * c)), sum);
+                    }
+                    _mm512_reduce_add_ps(sum) * a.scale + slope * pos
+                } else {
+                    f32::NEG_INFINITY
+                };
+                *sc.add(j) = score;
+                max = max.max(score);
+            }
+            let out = acc.as_mut_ptr().add(q * d);
+            if max == f32::NEG_INFINITY {
+                // Only padding is visible: zeros.
+                std::ptr::write_bytes(out, 0, d);
+                continue;
+            }
+            let mut sum = _mm512_setzero_ps();
+            let maxv = _mm512_set1_ps(max);
+            for j0 in (0..visible).step_by(16) {
+                let m: u16 = if visible - j0 >= 16 { !0 } else { (1u16 << (visible - j0)) - 1 };
+                let e = exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, sc.add(j0)), maxv));
+                let e = _mm512_maskz_mov_ps(m, e);
+                _mm512_mask_storeu_ps(sc.add(j0), m, e);
+                sum = _mm512_add_ps(sum, e);
+            }
+            let inv = 1.0 / _mm512_reduce_add_ps(sum);
+            let mut o = [_mm512_setzero_ps(); 8];
+            for j in 0..visible {
+                let p = *sc.add(j);
+                if p != 0.0 {
+                    let (pv, vr) = (_mm512_set1_ps(p), vb.add(j * d));
+                    for (c, o) in o.iter_mut().enumerate().take(chunks) {
+                        *o = _mm512_fmadd_ps(pv, _mm512_loadu_ps(vr.add(16 * c)), *o);
+                    }
+                }
+            }
+            for (c, o) in o.iter().enumerate().take(chunks) {
+                _mm512_storeu_ps(out.add(16 * c), _mm512_mul_ps(*o, _mm512_set1_ps(inv)));
+            }
+        }
+    }
+
     /// `acc` (16 x d) gets the tile's outputs; `st` (keys x 16) and `qt` (d x 16) are scratch.
     #[target_feature(enable = "avx512f,fma,avx2")]
     pub unsafe fn attend_tile(a: &TileArgs<'_>, tile: Tile, st: &mut [f32], qt: &mut [f32], acc: &mut [f32]) {
@@ -395,6 +464,12 @@ mod tests {
         check(AttnShape { batch: 1, t: 34, heads: 1, head_dim: 128, cap: 34, past: 0 }, 0);
         // Row 1 left-padded by 20 positions: its first tile has queries that see no key.
         check(AttnShape { batch: 2, t: 37, heads: 2, head_dim: 64, cap: 40, past: 0 }, 20);
+        // Decoding: one query per row after a cache (the one-query path), padded row too.
+        check(AttnShape { batch: 2, t: 1, heads: 3, head_dim: 64, cap: 40, past: 39 }, 20);
+        check(AttnShape { batch: 2, t: 2, heads: 3, head_dim: 32, cap: 40, past: 38 }, 5);
+        check(AttnShape { batch: 1, t: 3, heads: 1, head_dim: 128, cap: 21, past: 18 }, 0);
+        // Row 1 entirely padding (its output: zeros).
+        check(AttnShape { batch: 2, t: 1, heads: 1, head_dim: 64, cap: 5, past: 4 }, 5);
     }
 
     #[test]

@@ -323,6 +323,18 @@ mod avx512 {
     use super::{Q8Row, QK};
     use std::arch::x86_64::*;
 
+    /// Runs `$body` for `$r` in `0..$R` (`$R <= 8`) with constant indices, so that the
+    /// per-row accumulators stay in registers: LLVM leaves the larger kernel bodies rolled,
+    /// and then keeps the accumulators in memory.
+    macro_rules! for_rows {
+        ($R:ident, $r:ident, $body:block) => {
+            for_rows!(@ $R, $r, $body, 0 1 2 3 4 5 6 7)
+        };
+        (@ $R:ident, $r:ident, $body:block, $($i:literal)*) => {
+            $( if $i < $R { let $r: usize = $i; $body } )*
+        };
+    }
+
     /// Adds the bias (if any) and stores 16 outputs per input row.
     #[inline(always)]
     unsafe fn store<const R: usize>(acc: [__m512; R], bias: Option<*const f32>, out: *mut f32, stride: usize) {
@@ -359,13 +371,13 @@ mod avx512 {
                 w[4 + c] = _mm512_and_si512(_mm512_srli_epi16(line, 4), m4);
             }
             let dw = _mm512_cvtph_ps(_mm256_loadu_si256(scales.add(b * 32) as *const __m256i));
-            for r in 0..R {
+            for_rows!(R, r, {
                 let x = xs.get_unchecked(r);
                 let xq = x.q.as_ptr().add(b * QK) as *const i32;
                 let s = _mm512_add_epi32(dot4(&w[..4], xq), dot4(&w[4..], xq.add(4)));
                 let t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(*x.d.get_unchecked(b)), _mm512_set1_ps(*x.q4_offset.get_unchecked(b)));
                 acc[r] = _mm512_fmadd_ps(t, dw, acc[r]);
-            }
+            });
         }
         store(acc, bias, out, stride);
     }
@@ -401,7 +413,7 @@ mod avx512 {
             let w: [__m512i; 8] = std::array::from_fn(|v| _mm512_load_si512(p.add(v * 64) as *const __m512i));
             let dw = _mm512_cvtph_ps(_mm256_loadu_si256(scales.add(b * 32) as *const __m256i));
             let offset = _mm512_slli_epi32(_mm512_cvtepi16_epi32(_mm256_loadu_si256(sums.add(b * 32) as *const __m256i)), 7);
-            for r in 0..R {
+            for_rows!(R, r, {
                 let x = xs.get_unchecked(r);
                 let xu = x.qu.as_ptr().add(b * QK) as *const i32;
                 let mut s = _mm512_setzero_si512();
@@ -410,7 +422,7 @@ mod avx512 {
                 }
                 let f = _mm512_cvtepi32_ps(_mm512_sub_epi32(s, offset));
                 acc[r] = _mm512_fmadd_ps(_mm512_mul_ps(f, _mm512_set1_ps(*x.d.get_unchecked(b))), dw, acc[r]);
-            }
+            });
         }
         store(acc, bias, out, stride);
     }
@@ -449,7 +461,7 @@ mod avx512 {
             let sc = scales.add(b * 32) as *const __m128i;
             let fs0 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(sc))));
             let fs1 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(sc.add(1)))));
-            for r in 0..R {
+            for_rows!(R, r, {
                 let x = xs.get_unchecked(r);
                 let xq = x.q.as_ptr().add(b * QK) as *const i32;
                 let dx = _mm512_set1_ps(*x.d.get_unchecked(b));
@@ -458,7 +470,7 @@ mod avx512 {
                 let t0 = _mm512_fmadd_ps(s0, dx, _mm512_set1_ps(*x.q6_offset.get_unchecked(2 * b)));
                 let t1 = _mm512_fmadd_ps(s1, dx, _mm512_set1_ps(*x.q6_offset.get_unchecked(2 * b + 1)));
                 acc[r] = _mm512_fmadd_ps(t1, fs1, _mm512_fmadd_ps(t0, fs0, acc[r]));
-            }
+            });
         }
         store(acc, bias, out, stride);
     }
