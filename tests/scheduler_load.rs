@@ -10,6 +10,7 @@
 //!
 //! Settings (environment): `SEQGPT_SCHED_MODEL` (a GGUF file; default the q8_0 560M-shaped
 //! model in ~/.cache/seqgpt-fast), `SEQGPT_SCHED_NEW` (new tokens per request, default 16),
+//! `SEQGPT_SCHED_ROUNDS` (throughput: alternating rounds, best time of each; 3),
 //! `SEQGPT_SCHED_REQUESTS` (200), `SEQGPT_SCHED_TASKS` (32), `SEQGPT_SCHED_MODES`
 //! (`on,off`), `SEQGPT_SCHED_THREADS` (rayon threads, 0 = all cores). Every request greedy,
 //! EOS ignored, so each generates exactly `SEQGPT_SCHED_NEW` tokens. Results print as a
@@ -76,25 +77,39 @@ async fn throughput_8_concurrent_vs_one_at_a_time() {
     // Warm-up (page in the mapped weights).
     engine.generate(&[prompts[0].clone()], &gen_cfg(2)).unwrap();
 
-    let serial_sched = Scheduler::start_engine(engine.clone(), SchedulerConfig::default().without_window(), StartOptions::default()).unwrap();
-    let t = Instant::now();
-    let mut serial = Vec::new();
-    for p in &prompts {
-        serial.push(serial_sched.submit(Request::tokens(p.clone(), gen_cfg(new))).unwrap().wait().await.unwrap().ids);
-    }
-    let serial_s = t.elapsed().as_secs_f64();
-    serial_sched.shutdown().await;
+    // Rounds alternate one-at-a-time and concurrent runs; the best time of each counts (the
+    // machine is shared: a single pair of timings can be off by tens of percent).
+    let rounds = env_usize("SEQGPT_SCHED_ROUNDS", 3).max(1);
+    let (mut serial_s, mut batched_s) = (f64::INFINITY, f64::INFINITY);
+    let (mut serial, mut batched) = (Vec::new(), Vec::new());
+    let mut stats = None;
+    let mut round_ratios = Vec::new();
+    for _ in 0..rounds {
+        let serial_sched = Scheduler::start_engine(engine.clone(), SchedulerConfig::default().without_window(), StartOptions::default()).unwrap();
+        let t = Instant::now();
+        serial.clear();
+        for p in &prompts {
+            serial.push(serial_sched.submit(Request::tokens(p.clone(), gen_cfg(new))).unwrap().wait().await.unwrap().ids);
+        }
+        let one_s = t.elapsed().as_secs_f64();
+        serial_sched.shutdown().await;
 
-    let sched = Scheduler::start_engine(engine.clone(), SchedulerConfig::default(), StartOptions::default()).unwrap();
-    let t = Instant::now();
-    let jobs: Vec<_> = prompts.iter().map(|p| sched.submit(Request::tokens(p.clone(), gen_cfg(new))).unwrap()).collect();
-    let mut batched = Vec::new();
-    for j in jobs {
-        batched.push(j.wait().await.unwrap().ids);
+        let sched = Scheduler::start_engine(engine.clone(), SchedulerConfig::default(), StartOptions::default()).unwrap();
+        let t = Instant::now();
+        let jobs: Vec<_> = prompts.iter().map(|p| sched.submit(Request::tokens(p.clone(), gen_cfg(new))).unwrap()).collect();
+        batched.clear();
+        for j in jobs {
+            batched.push(j.wait().await.unwrap().ids);
+        }
+        let eight_s = t.elapsed().as_secs_f64();
+        stats = Some(sched.stats());
+        sched.shutdown().await;
+        println!("round: one at a time {one_s:.2} s, 8 concurrent {eight_s:.2} s ({:.2}x)", one_s / eight_s);
+        round_ratios.push(one_s / eight_s);
+        serial_s = serial_s.min(one_s);
+        batched_s = batched_s.min(eight_s);
     }
-    let batched_s = t.elapsed().as_secs_f64();
-    let stats = sched.stats();
-    sched.shutdown().await;
+    let stats = stats.expect("at least one round");
 
     // The scheduler's batch is exactly the engine's own batch of the 8 prompts. (Whether that
     // equals one-at-a-time decoding is the kernels' business: with quantized weights and a
@@ -109,12 +124,13 @@ async fn throughput_8_concurrent_vs_one_at_a_time() {
     println!("8 requests x {new} new tokens (prompts 24-31 tokens)");
     println!("one at a time: {serial_s:8.2} s  {:7.2} tok/s", tokens / serial_s);
     println!("8 concurrent:  {batched_s:8.2} s  {:7.2} tok/s  ({} batch(es), {} joins)", tokens / batched_s, stats.batches, stats.joins);
-    println!("speed-up: {ratio:.2}x");
+    println!("speed-up: {ratio:.2}x (best of {rounds} rounds each)");
     println!(
         "SCHED_BENCH {}",
         serde_json::json!({"bench": "throughput", "new_tokens": new, "serial_s": serial_s, "batched_s": batched_s,
             "serial_tok_s": tokens / serial_s, "batched_tok_s": tokens / batched_s, "speedup": ratio,
-            "threads": rayon::current_num_threads(), "identical_to_serial": same})
+            "threads": rayon::current_num_threads(), "identical_to_serial": same,
+            "rounds": rounds, "round_speedups": round_ratios})
     );
 }
 
