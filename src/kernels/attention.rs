@@ -82,7 +82,10 @@ pub fn alibi_attention(
                 }
             }
             #[cfg(not(target_arch = "x86_64"))]
-            attend_tile(&args, tile, scores, acc);
+            {
+                let _ = qt; // the transposed-query scratch of the AVX-512 path
+                attend_tile(&args, tile, scores, acc);
+            }
             let n = QUERY_TILE.min(s.t - tile.i0);
             for q in 0..n {
                 // SAFETY: (b, i0 + q, h) belongs to this task alone; the offset is inside

@@ -119,6 +119,7 @@ impl PackedWeight {
         (self.cols / QK * self.kind.block_bytes()).div_ceil(64) * 64
     }
 
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     fn group(&self, g: usize) -> *const u8 {
         // SAFETY (callers): g < rows / LANES, so the group lies inside `data`.
         unsafe { (self.data.as_ptr() as *const u8).add(g * self.group_bytes()) }
