@@ -202,7 +202,7 @@ fn with_q8_rows<R>(x: &[f32], m: usize, k: usize, f: impl FnOnce(&[Q8Row]) -> R)
 /// `matmul_t` for a weight repacked for the interleaved kernels (`packed`).
 pub fn matmul_t_packed(x: &[f32], m: usize, w: &PackedWeight, bias: Option<&[f32]>, out: &mut [f32]) {
     assert_eq!(x.len(), m * w.cols, "matmul_t: input is not m x cols");
-    if w.kind == packed::PackedKind::F16 {
+    if w.kind.is_float() {
         return packed::matmul_f32(x, m, w, bias, out);
     }
     with_q8_rows(x, m, w.cols, |rows| packed::matmul(rows, w, bias, out));

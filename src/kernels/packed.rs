@@ -22,8 +22,9 @@
 //!   `nb` x 16 f16 scales, then `nb` x 16 i16 sums of each row's block. `vpdpbusd` takes
 //!   unsigned bytes on one side: the activations go in offset by 128 (`Q8Row::qu`) and the
 //!   sum `128 * sum(w)` is taken back out.
-//! - F16: `cols` x 16 f16 (value `c` of the 16 rows), multiplied with f32 inputs (F16C
-//!   conversion, FMA), like llama.cpp's f16 path.
+//! - F16 / F32: `cols` x 16 values (value `c` of the 16 rows), multiplied with f32 inputs
+//!   (F16C conversion, FMA). Both run the same kernel in the same order, so an f16 file and
+//!   the f32 file of its decoded values give the same logits.
 
 use super::qdot::{Q8Row, QK};
 use super::q6k;
@@ -42,9 +43,15 @@ pub enum PackedKind {
     Q6K,
     Q8_0,
     F16,
+    F32,
 }
 
 impl PackedKind {
+    /// Float weights: f32 inputs, no 8-bit activations.
+    pub fn is_float(self) -> bool {
+        matches!(self, PackedKind::F16 | PackedKind::F32)
+    }
+
     /// Packed bytes per group and 32-value block.
     fn block_bytes(self) -> usize {
         match self {
@@ -52,6 +59,7 @@ impl PackedKind {
             PackedKind::Q6K => 384 + 32 + 4,
             PackedKind::Q8_0 => 512 + 32 + 32,
             PackedKind::F16 => 32 * 32,
+            PackedKind::F32 => 32 * 64,
         }
     }
 }
@@ -95,6 +103,7 @@ impl PackedWeight {
             GgmlType::Q6_K if w.cols % q6k::QK_K == 0 => PackedKind::Q6K,
             GgmlType::Q8_0 if w.cols % QK == 0 => PackedKind::Q8_0,
             GgmlType::F16 if w.cols % QK == 0 => PackedKind::F16,
+            GgmlType::F32 if w.cols % QK == 0 => PackedKind::F32,
             _ => return None,
         };
         let nb = w.cols / QK;
@@ -109,7 +118,8 @@ impl PackedWeight {
                 PackedKind::Q4_0 => pack_q4_0(src, nb, dst),
                 PackedKind::Q6K => pack_q6k(src, nb, dst),
                 PackedKind::Q8_0 => pack_q8_0(src, nb, dst),
-                PackedKind::F16 => pack_f16(src, nb * QK, dst),
+                PackedKind::F16 => pack_interleaved::<2>(src, nb * QK, dst),
+                PackedKind::F32 => pack_interleaved::<4>(src, nb * QK, dst),
             }
         });
         Some(Self { kind, rows: w.rows, cols: w.cols, data })
@@ -143,10 +153,11 @@ fn pack_q4_0(src: &[u8], nb: usize, dst: &mut [u8]) {
     }
 }
 
-fn pack_f16(src: &[u8], k: usize, dst: &mut [u8]) {
+/// Float weights of `E` bytes: value `c` of the 16 rows side by side.
+fn pack_interleaved<const E: usize>(src: &[u8], k: usize, dst: &mut [u8]) {
     for j in 0..LANES {
         for c in 0..k {
-            dst[c * 32 + j * 2..][..2].copy_from_slice(&src[(j * k + c) * 2..][..2]);
+            dst[(c * LANES + j) * E..][..E].copy_from_slice(&src[(j * k + c) * E..][..E]);
         }
     }
 }
@@ -210,7 +221,7 @@ impl OutPtr {
 /// `out[i, j] = sum_k x_i[k] * W[j, k] + bias[j]`, `x` already quantized (one `Q8Row` per
 /// input row), `out` is `rows.len() x w.rows`. For the integer kinds.
 pub fn matmul(rows: &[Q8Row], w: &PackedWeight, bias: Option<&[f32]>, out: &mut [f32]) {
-    assert!(w.kind != PackedKind::F16, "packed matmul: f16 weights take f32 inputs");
+    assert!(!w.kind.is_float(), "packed matmul: f16/f32 weights take f32 inputs");
     assert!(rows.iter().all(|r| r.q.len() == w.cols), "packed matmul: input width");
     for_each_tile(rows.len(), w, bias, out, |g, i, r, o| {
         // SAFETY: as `for_each_tile` promises: group g exists, rows i..i+r exist, `o` is
@@ -221,12 +232,12 @@ pub fn matmul(rows: &[Q8Row], w: &PackedWeight, bias: Option<&[f32]>, out: &mut 
 
 /// As `matmul` for f16 weights, with `x` (`m x cols`) in f32.
 pub fn matmul_f32(x: &[f32], m: usize, w: &PackedWeight, bias: Option<&[f32]>, out: &mut [f32]) {
-    assert!(w.kind == PackedKind::F16, "packed matmul_f32: only f16 weights");
+    assert!(w.kind.is_float(), "packed matmul_f32: only f16/f32 weights");
     assert_eq!(x.len(), m * w.cols, "packed matmul: input is not m x cols");
     let k = w.cols;
     for_each_tile(m, w, bias, out, |g, i, r, o| {
         // SAFETY: as in `matmul`.
-        unsafe { kernel_f16(w, g, &x[i * k..(i + r) * k], r, bias, o, w.rows) }
+        unsafe { kernel_float(w, g, &x[i * k..(i + r) * k], r, bias, o, w.rows) }
     });
 }
 
@@ -265,23 +276,32 @@ fn for_each_tile(m: usize, w: &PackedWeight, bias: Option<&[f32]>, out: &mut [f3
     }
 }
 
-/// One group of 16 f16 weight rows against `r` f32 input rows (`x`).
-unsafe fn kernel_f16(w: &PackedWeight, g: usize, x: &[f32], r: usize, bias: Option<&[f32]>, out: *mut f32, stride: usize) {
+/// One group of 16 f16 or f32 weight rows against `r` f32 input rows (`x`).
+unsafe fn kernel_float(w: &PackedWeight, g: usize, x: &[f32], r: usize, bias: Option<&[f32]>, out: *mut f32, stride: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         let bias = bias.map(|b| b.as_ptr().add(g * LANES));
         let (p, k) = (w.group(g), w.cols);
         // Short tiles split the sum over k into independent accumulators (FMA latency).
-        match r {
-            1 => avx512::f16::<1, 4>(p, k, x, bias, out, stride),
-            2 => avx512::f16::<2, 2>(p, k, x, bias, out, stride),
-            3 => avx512::f16::<3, 2>(p, k, x, bias, out, stride),
-            4 => avx512::f16::<4, 1>(p, k, x, bias, out, stride),
-            5 => avx512::f16::<5, 1>(p, k, x, bias, out, stride),
-            6 => avx512::f16::<6, 1>(p, k, x, bias, out, stride),
-            7 => avx512::f16::<7, 1>(p, k, x, bias, out, stride),
-            8 => avx512::f16::<8, 1>(p, k, x, bias, out, stride),
-            _ => unreachable!("tile of 1..=8 rows"),
+        macro_rules! go {
+            ($f16:literal) => {
+                match r {
+                    1 => avx512::float::<1, 4, $f16>(p, k, x, bias, out, stride),
+                    2 => avx512::float::<2, 2, $f16>(p, k, x, bias, out, stride),
+                    3 => avx512::float::<3, 2, $f16>(p, k, x, bias, out, stride),
+                    4 => avx512::float::<4, 1, $f16>(p, k, x, bias, out, stride),
+                    5 => avx512::float::<5, 1, $f16>(p, k, x, bias, out, stride),
+                    6 => avx512::float::<6, 1, $f16>(p, k, x, bias, out, stride),
+                    7 => avx512::float::<7, 1, $f16>(p, k, x, bias, out, stride),
+                    8 => avx512::float::<8, 1, $f16>(p, k, x, bias, out, stride),
+                    _ => unreachable!("tile of 1..=8 rows"),
+                }
+            };
+        }
+        if w.kind == PackedKind::F16 {
+            go!(true)
+        } else {
+            go!(false)
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -304,7 +324,7 @@ unsafe fn kernel(w: &PackedWeight, g: usize, xs: &[Q8Row], bias: Option<&[f32]>,
                         PackedKind::Q4_0 => avx512::q4_0::<$r>(w.group(g), w.cols / QK, xs, bias, out, stride),
                         PackedKind::Q6K => avx512::q6k::<$r>(w.group(g), w.cols / QK, xs, bias, out, stride),
                         PackedKind::Q8_0 => avx512::q8_0::<$r>(w.group(g), w.cols / QK, xs, bias, out, stride),
-                        PackedKind::F16 => unreachable!("f16 takes kernel_f16"),
+                        PackedKind::F16 | PackedKind::F32 => unreachable!("float weights take kernel_float"),
                     },)*
                     _ => unreachable!("tile of 1..=8 rows"),
                 }
@@ -383,16 +403,20 @@ mod avx512 {
         store(acc, bias, out, stride);
     }
 
-    /// f16 weights, f32 inputs: `acc_r += w[c] * x_r[c]`, 16 rows per FMA; `U` accumulators
-    /// per input row over interleaved values of k.
+    /// f16 (`F16`) or f32 weights, f32 inputs: `acc_r += w[c] * x_r[c]`, 16 rows per FMA;
+    /// `U` accumulators per input row over interleaved values of k.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma,avx2")]
-    pub unsafe fn f16<const R: usize, const U: usize>(group: *const u8, k: usize, x: &[f32], bias: Option<*const f32>, out: *mut f32, stride: usize) {
+    pub unsafe fn float<const R: usize, const U: usize, const F16: bool>(group: *const u8, k: usize, x: &[f32], bias: Option<*const f32>, out: *mut f32, stride: usize) {
         let mut acc = [[_mm512_setzero_ps(); U]; R];
         let xp = x.as_ptr();
         let mut c = 0;
         while c + U <= k {
             for u in 0..U {
-                let w = _mm512_cvtph_ps(_mm256_load_si256(group.add((c + u) * 32) as *const __m256i));
+                let w = if F16 {
+                    _mm512_cvtph_ps(_mm256_load_si256(group.add((c + u) * 32) as *const __m256i))
+                } else {
+                    _mm512_load_ps(group.add((c + u) * 64) as *const f32)
+                };
                 for (r, a) in acc.iter_mut().enumerate() {
                     a[u] = _mm512_fmadd_ps(w, _mm512_set1_ps(*xp.add(r * k + c + u)), a[u]);
                 }
@@ -490,7 +514,7 @@ mod tests {
             eprintln!("no AVX-512 VNNI: packed kernels not exercised");
             return;
         }
-        for (dtype, k) in [(GgmlType::Q4_0, 96), (GgmlType::Q4_0, 1024), (GgmlType::Q6_K, 512), (GgmlType::Q8_0, 96), (GgmlType::Q8_0, 1024), (GgmlType::F16, 96)] {
+        for (dtype, k) in [(GgmlType::Q4_0, 96), (GgmlType::Q4_0, 1024), (GgmlType::Q6_K, 512), (GgmlType::Q8_0, 96), (GgmlType::Q8_0, 1024), (GgmlType::F16, 96), (GgmlType::F32, 96)] {
             let n = 48;
             let wf: Vec<f32> = (0..n * k).map(|i| (((i as u32).wrapping_mul(2654435761) >> 7) % 1000) as f32 / 300.0 - 1.6).collect();
             let mut bytes = Vec::new();
@@ -501,7 +525,7 @@ mod tests {
             let packed = PackedWeight::pack(view).expect("packable");
             let data = n / LANES * k / QK * packed.kind.block_bytes();
             assert_eq!(packed.bytes(), n / LANES * (k / QK * packed.kind.block_bytes()).div_ceil(64) * 64);
-            // q4_0, Q6_K, f16: the file's bytes exactly, rearranged; q8_0 adds its block sums.
+            // q4_0, Q6_K, f16, f32: the file's bytes exactly, rearranged; q8_0 adds block sums.
             assert_eq!(data, if dtype == GgmlType::Q8_0 { bytes.len() + n * k / QK * 2 } else { bytes.len() });
             let bias: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 3.0).collect();
             // 300 rows: more than one chunk of rows at k = 1024.
@@ -522,14 +546,14 @@ mod tests {
                         let v = match dtype {
                             GgmlType::Q6_K => q6k::scalar_dot(w, xq),
                             GgmlType::Q8_0 => super::super::qdot::scalar_dot(super::super::qdot::QKind::Q8_0, w, xq),
-                            GgmlType::F16 => 0.0, // replaced below
+                            GgmlType::F16 | GgmlType::F32 => 0.0, // replaced below
                             _ => super::super::qdot::scalar_dot(super::super::qdot::QKind::Q4_0, w, xq),
                         };
                         want[i * n + j] = v + bias[j];
                     }
                 }
                 let mut got = vec![0f32; m * n];
-                if dtype == GgmlType::F16 {
+                if matches!(dtype, GgmlType::F16 | GgmlType::F32) {
                     // f32 inputs: against f64 sums over the decoded weights.
                     for i in 0..m {
                         for j in 0..n {

@@ -185,11 +185,15 @@ impl Bloom {
         }
         if self.device.is_cpu() && cache.shared_len() == 0 && self.dtype == DType::F32 {
             let kpos = key_positions(&cache.key_masks());
+            // Padding positions skip the row-wise work (LayerNorms, matmuls, MLP): only the
+            // attention sees the padded layout, where their keys are masked anyway.
+            let real = RealRows::new(mask);
+            let mut x = real.gather(&x)?;
             for (i, block) in self.blocks.iter().enumerate() {
-                x = self.block_forward_cpu(block, i, &x, &kpos, cache)?;
+                x = self.block_forward_cpu(block, i, &x, &real, &kpos, cache)?;
             }
             cache.advance(t);
-            return self.head(&x, t, logits);
+            return self.head(&real.scatter(&x)?, t, logits);
         }
         let bias = self.attention_bias(&cache.key_masks(), cache.len(), t)?;
         for (i, block) in self.blocks.iter().enumerate() {
@@ -255,12 +259,15 @@ impl Bloom {
 
     /// One block on the CPU: the QKV output feeds the cache and the attention kernel in
     /// place (no split, transpose or cache copies), then the MLP.
-    fn block_forward_cpu(&self, blk: &Block, layer: usize, x: &Tensor, kpos: &[f32], cache: &mut KvCache) -> Result<Tensor> {
+    ///
+    /// `x` holds the real (non-padding) positions only, `[1, real, hidden]`; the QKV output is
+    /// spread to the padded `[batch, t, 3 hidden]` layout for the cache and the attention.
+    fn block_forward_cpu(&self, blk: &Block, layer: usize, x: &Tensor, real: &RealRows, kpos: &[f32], cache: &mut KvCache) -> Result<Tensor> {
         use super::cpu_attention::{AppendKv, Attention};
         use crate::kernels::attention::AttnShape;
-        let (b, t, _) = x.dims3()?;
+        let (b, t) = (real.batch, real.t);
         let normed = blk.attn_norm.forward(x)?;
-        let qkv = blk.qkv.forward(&normed)?;
+        let qkv = real.scatter(&blk.qkv.forward(&normed)?)?;
         let shape = AttnShape {
             batch: b,
             t,
@@ -278,7 +285,7 @@ impl Bloom {
             slopes: self.alibi_slopes.clone(),
             scale: 1.0 / (self.cfg.head_dim() as f32).sqrt(),
         };
-        let ctx = qkv.apply_op3_no_bwd(kc, vc, &attn)?;
+        let ctx = real.gather(&qkv.apply_op3_no_bwd(kc, vc, &attn)?)?;
         let h1 = (blk.attn_out.forward(&ctx)? + x)?;
         let normed = blk.ffn_norm.forward(&h1)?;
         let up = super::layers::gelu(blk.ffn_up.forward(&normed)?)?;
@@ -369,6 +376,56 @@ fn rows_times_shared(x: &Tensor, shared: &Tensor) -> Result<Tensor> {
     let x = x.transpose(0, 1)?.contiguous()?.reshape((nh, b * t, n))?;
     let y = x.matmul(&shared.squeeze(0)?.to_dtype(x.dtype())?)?;
     y.reshape((nh, b, t, m))?.transpose(0, 1)?.contiguous()
+}
+
+/// The real (mask 1) positions of a `batch x t` step, for moving activations between the
+/// padded layout `[batch, t, d]` and the compact one `[1, real, d]`. With no padding both are
+/// the same tensor and nothing is copied.
+struct RealRows {
+    batch: usize,
+    t: usize,
+    /// Flat indices `row * t + i` of the real positions, in order.
+    index: Vec<usize>,
+}
+
+impl RealRows {
+    fn new(mask: &[Vec<u8>]) -> Self {
+        let t = mask.first().map_or(0, Vec::len);
+        let index = mask.iter().flatten().enumerate().filter(|(_, &m)| m != 0).map(|(i, _)| i).collect();
+        Self { batch: mask.len(), t, index }
+    }
+
+    fn all_real(&self) -> bool {
+        self.index.len() == self.batch * self.t
+    }
+
+    /// `[batch, t, d]` -> `[1, real, d]`.
+    fn gather(&self, x: &Tensor) -> Result<Tensor> {
+        let d = x.dim(D::Minus1)?;
+        if self.all_real() {
+            return x.reshape((1, self.batch * self.t, d));
+        }
+        let all = x.flatten_all()?.to_vec1::<f32>()?;
+        let mut out = Vec::with_capacity(self.index.len() * d);
+        for &i in &self.index {
+            out.extend_from_slice(&all[i * d..(i + 1) * d]);
+        }
+        Tensor::from_vec(out, (1, self.index.len(), d), x.device())
+    }
+
+    /// `[1, real, d]` -> `[batch, t, d]`, zeros at padding positions.
+    fn scatter(&self, x: &Tensor) -> Result<Tensor> {
+        let d = x.dim(D::Minus1)?;
+        if self.all_real() {
+            return x.reshape((self.batch, self.t, d));
+        }
+        let real = x.flatten_all()?.to_vec1::<f32>()?;
+        let mut out = vec![0f32; self.batch * self.t * d];
+        for (k, &i) in self.index.iter().enumerate() {
+            out[i * d..(i + 1) * d].copy_from_slice(&real[k * d..(k + 1) * d]);
+        }
+        Tensor::from_vec(out, (self.batch, self.t, d), x.device())
+    }
 }
 
 /// Per row, each key's ALiBi position (`(cumsum(mask) - 1) * mask`, as transformers), or -1
