@@ -5,6 +5,7 @@
 //! padding (`kpos[j] >= 0`), softmax in f32, then the weighted sum of the values. This is what
 //! transformers' BLOOM computes (`alibi + q.k / sqrt(d)`, masked, softmax in f32).
 
+use super::SharedOut;
 use rayon::prelude::*;
 
 /// Shapes of one call.
@@ -24,16 +25,6 @@ pub struct AttnShape {
 impl AttnShape {
     pub fn total(&self) -> usize {
         self.past + self.t
-    }
-}
-
-struct OutPtr(*mut f32);
-// SAFETY: each task writes its own (row, query, head) slice of the output.
-unsafe impl Send for OutPtr {}
-unsafe impl Sync for OutPtr {}
-impl OutPtr {
-    fn get(&self) -> *mut f32 {
-        self.0
     }
 }
 
@@ -59,7 +50,7 @@ pub fn alibi_attention(
     assert!(k.len() >= s.batch * s.heads * s.cap * d && v.len() == k.len() && total <= s.cap, "attention: cache shape");
     assert_eq!(kpos.len(), s.batch * total, "attention: key positions");
     assert_eq!(slopes.len(), s.heads, "attention: slopes");
-    let out_ptr = OutPtr(out.as_mut_ptr());
+    let out_ptr = SharedOut::new(out);
     let tiles = s.t.div_ceil(QUERY_TILE);
     (0..s.batch * s.heads * tiles).into_par_iter().for_each_init(
         || (vec![0f32; QUERY_TILE * total], vec![0f32; QUERY_TILE * d], vec![0f32; QUERY_TILE * d]),
@@ -520,25 +511,7 @@ mod tests {
 
     #[test]
     fn matches_reference_with_padding_and_cache() {
-        let s = AttnShape { batch: 2, t: 3, heads: 3, head_dim: 8, cap: 9, past: 4 };
-        let hd = s.heads * s.head_dim;
-        let f = |n: usize, m: usize| (0..n).map(|i| (((i * m) % 97) as f32 - 48.0) / 31.0).collect::<Vec<_>>();
-        let qkv = f(s.batch * s.t * 3 * hd, 7);
-        let mut k = f(s.batch * s.heads * s.cap * s.head_dim, 11);
-        let mut v = f(s.batch * s.heads * s.cap * s.head_dim, 13);
-        append_kv(s, &qkv, 1, &mut k);
-        append_kv(s, &qkv, 2, &mut v);
         // Row 1 is left-padded by two positions.
-        let mut kpos = Vec::new();
-        kpos.extend((0..7).map(|j| j as f32));
-        kpos.extend([-1.0, -1.0]);
-        kpos.extend((0..5).map(|j| j as f32));
-        let slopes = [0.5f32, 0.25, 0.125];
-        let want = reference(s, &qkv, &k, &v, &kpos, &slopes, 0.35);
-        let mut got = vec![0f32; want.len()];
-        alibi_attention(s, &qkv, &k, &v, &kpos, &slopes, 0.35, &mut got);
-        for (a, b) in got.iter().zip(&want) {
-            assert!((a - b).abs() < 1e-5, "{a} vs {b}");
-        }
+        check(AttnShape { batch: 2, t: 3, heads: 3, head_dim: 8, cap: 9, past: 4 }, 2);
     }
 }

@@ -11,6 +11,7 @@ use super::q6k;
 use super::qdot::{self, QKind, Q8Row};
 use crate::gguf::GgmlType;
 use crate::quant::dequantize_row;
+use super::SharedOut;
 use rayon::prelude::*;
 use std::cell::RefCell;
 
@@ -53,18 +54,6 @@ fn tile_rows(cols: usize) -> usize {
 /// Rows per task when decoding: about 8 tasks per worker thread, at least 16 rows.
 fn decode_tile(rows: usize) -> usize {
     (rows / (8 * rayon::current_num_threads().max(1))).max(16)
-}
-
-struct OutPtr(*mut f32);
-// SAFETY: tasks write disjoint columns of the output (see matmul_t).
-unsafe impl Send for OutPtr {}
-unsafe impl Sync for OutPtr {}
-
-impl OutPtr {
-    // A method (not the field) so closures capture the Sync wrapper, not the raw pointer.
-    fn get(&self) -> *mut f32 {
-        self.0
-    }
 }
 
 thread_local! {
@@ -124,7 +113,7 @@ pub fn matmul_t(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]>, ou
     }
     let tile = tile_rows(k);
     let n_tiles = n.div_ceil(tile);
-    let out_ptr = OutPtr(out.as_mut_ptr());
+    let out_ptr = SharedOut::new(out);
     let f32_rows = as_f32(w);
     (0..n_tiles).into_par_iter().for_each(|t| {
         let r0 = t * tile;
@@ -166,7 +155,7 @@ fn matmul_t_f16_rows(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]
     let (n, k) = (w.rows, w.cols);
     let rb = w.row_bytes();
     let tile = decode_tile(n);
-    let out_ptr = OutPtr(out.as_mut_ptr());
+    let out_ptr = SharedOut::new(out);
     (0..n.div_ceil(tile)).into_par_iter().for_each(|t| {
         let r0 = t * tile;
         let count = tile.min(n - r0);
@@ -219,7 +208,7 @@ fn matmul_t_int(x: &[f32], m: usize, w: WeightView<'_>, kind: IntKind, bias: Opt
         // input row passes over it.
         let tile = if m < 4 { decode_tile(n) } else { (32 * 1024 / rb.max(1)).clamp(4, 64) };
         let n_tiles = n.div_ceil(tile);
-        let out_ptr = OutPtr(out.as_mut_ptr());
+        let out_ptr = SharedOut::new(out);
         (0..n_tiles).into_par_iter().for_each(|t| {
             let r0 = t * tile;
             let count = tile.min(n - r0);

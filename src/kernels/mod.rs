@@ -14,4 +14,23 @@ pub mod q6k;
 pub mod qdot;
 
 pub use matmul::{matmul_t, matmul_t_packed, WeightView};
+
+/// The output buffer of a parallel kernel, shared by its rayon tasks, each of which writes
+/// only its own disjoint part (every user says which part at its writes).
+pub(crate) struct SharedOut(*mut f32);
+
+// SAFETY: tasks never write the same element (the users' invariant, stated at each write).
+unsafe impl Send for SharedOut {}
+unsafe impl Sync for SharedOut {}
+
+impl SharedOut {
+    pub(crate) fn new(out: &mut [f32]) -> Self {
+        Self(out.as_mut_ptr())
+    }
+
+    // A method (not the field) so closures capture the Sync wrapper, not the raw pointer.
+    pub(crate) fn get(&self) -> *mut f32 {
+        self.0
+    }
+}
 pub use norm::layer_norm_rows;

@@ -30,6 +30,7 @@ use super::qdot::{Q8Row, QK};
 use super::q6k;
 use super::WeightView;
 use crate::gguf::GgmlType;
+use super::SharedOut;
 use rayon::prelude::*;
 
 /// Weight rows per group: one per 32-bit lane of a 512-bit register.
@@ -207,17 +208,6 @@ fn pack_q6k(src: &[u8], nb: usize, dst: &mut [u8]) {
     }
 }
 
-struct OutPtr(*mut f32);
-// SAFETY: tasks write disjoint column ranges of the output (see `matmul`).
-unsafe impl Send for OutPtr {}
-unsafe impl Sync for OutPtr {}
-
-impl OutPtr {
-    fn get(&self) -> *mut f32 {
-        self.0
-    }
-}
-
 /// `out[i, j] = sum_k x_i[k] * W[j, k] + bias[j]`, `x` already quantized (one `Q8Row` per
 /// input row), `out` is `rows.len() x w.rows`. For the integer kinds.
 pub fn matmul(rows: &[Q8Row], w: &PackedWeight, bias: Option<&[f32]>, out: &mut [f32]) {
@@ -258,7 +248,7 @@ fn for_each_tile(m: usize, w: &PackedWeight, bias: Option<&[f32]>, out: &mut [f3
     } else {
         ((8192 / w.group_bytes()).clamp(1, 4), (256 * 1024 / w.cols).max(TILE_M) / TILE_M * TILE_M)
     };
-    let out_ptr = OutPtr(out.as_mut_ptr());
+    let out_ptr = SharedOut::new(out);
     for c0 in (0..m).step_by(chunk) {
         let c1 = (c0 + chunk).min(m);
         (0..groups.div_ceil(per_task)).into_par_iter().for_each(|t| {
