@@ -383,6 +383,30 @@ mod avx512 {
         _mm512_dpbusd_epi32(s, w[3], _mm512_set1_epi32(*x.add(3)))
     }
 
+    /// Per input row, `vpdpbusd` of the unpacked weight vectors `w` (4 values of each of 16
+    /// rows apiece) with that row's 4-byte activation groups from group `4 * w.len() * at`
+    /// on. Emitted vector by vector across the rows: the rows' sums are independent chains,
+    /// and issuing each row's whole chain before the next row's kept the CPU's scheduler
+    /// full of waiting multiply-adds (1.03-1.19x at 8 and 64 rows, side by side). One or two
+    /// rows get two chains each, since one 8-long chain would wait on its own latency.
+    #[inline(always)]
+    unsafe fn sums<const R: usize>(w: &[__m512i], xs: &[Q8Row], at: usize) -> [__m512i; R] {
+        let mut s = [_mm512_setzero_si512(); R];
+        let group = |r: usize| (xs.get_unchecked(r).q.as_ptr() as *const i32).add(at * w.len());
+        if R <= 2 && w.len() == 8 {
+            for_rows!(R, r, {
+                s[r] = _mm512_add_epi32(dot4(&w[..4], group(r)), dot4(&w[4..], group(r).add(4)));
+            });
+            return s;
+        }
+        for (c, wc) in w.iter().enumerate() {
+            for_rows!(R, r, {
+                s[r] = _mm512_dpbusd_epi32(s[r], *wc, _mm512_set1_epi32(*group(r).add(c)));
+            });
+        }
+        s
+    }
+
     /// Q4_0: `sum_b d_w * (d_x * sum(n * x_q) - 8 d_x sum(x_q))` with `n` the 0..15 nibbles.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,f16c,fma,avx2")]
     pub unsafe fn q4_0<const R: usize>(group: *const u8, nb: usize, xs: &[Q8Row], bias: Option<*const f32>, out: *mut f32, stride: usize) {
@@ -399,11 +423,10 @@ mod avx512 {
                 w[4 + c] = _mm512_and_si512(_mm512_srli_epi16(line, 4), m4);
             }
             let dw = _mm512_cvtph_ps(_mm256_loadu_si256(scales.add(b * 32) as *const __m256i));
+            let s = sums::<R>(&w, xs, b);
             for_rows!(R, r, {
                 let x = xs.get_unchecked(r);
-                let xq = x.q.as_ptr().add(b * QK) as *const i32;
-                let s = _mm512_add_epi32(dot4(&w[..4], xq), dot4(&w[4..], xq.add(4)));
-                let t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_set1_ps(*x.d.get_unchecked(b)), _mm512_set1_ps(*x.q4_offset.get_unchecked(b)));
+                let t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r]), _mm512_set1_ps(*x.d.get_unchecked(b)), _mm512_set1_ps(*x.q4_offset.get_unchecked(b)));
                 acc[r] = _mm512_fmadd_ps(t, dw, acc[r]);
             });
         }
@@ -497,16 +520,15 @@ mod avx512 {
             let sc = scales.add(b * 32) as *const __m128i;
             let fs0 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(sc))));
             let fs1 = _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(sc.add(1)))));
-            for_rows!(R, r, {
-                let x = xs.get_unchecked(r);
-                let xq = x.q.as_ptr().add(b * QK) as *const i32;
-                let dx = _mm512_set1_ps(*x.d.get_unchecked(b));
-                let s0 = _mm512_cvtepi32_ps(dot4(&w[..4], xq));
-                let s1 = _mm512_cvtepi32_ps(dot4(&w[4..], xq.add(4)));
-                let t0 = _mm512_fmadd_ps(s0, dx, _mm512_set1_ps(*x.q6_offset.get_unchecked(2 * b)));
-                let t1 = _mm512_fmadd_ps(s1, dx, _mm512_set1_ps(*x.q6_offset.get_unchecked(2 * b + 1)));
-                acc[r] = _mm512_fmadd_ps(t1, fs1, _mm512_fmadd_ps(t0, fs0, acc[r]));
-            });
+            // Sub-block by sub-block, so that its sums for all rows fit in registers.
+            for (h, fs) in [fs0, fs1].into_iter().enumerate() {
+                let s = sums::<R>(&w[4 * h..4 * h + 4], xs, 2 * b + h);
+                for_rows!(R, r, {
+                    let x = xs.get_unchecked(r);
+                    let t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[r]), _mm512_set1_ps(*x.d.get_unchecked(b)), _mm512_set1_ps(*x.q6_offset.get_unchecked(2 * b + h)));
+                    acc[r] = _mm512_fmadd_ps(t, fs, acc[r]);
+                });
+            }
         }
         store(acc, bias, out, stride);
     }
