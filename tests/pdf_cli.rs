@@ -64,7 +64,8 @@ fn failures_exit_non_zero_with_one_line() {
         assert_eq!(err.lines().count(), 1, "{name}: {err}");
         assert!(err.starts_with("seqgpt: ") && err.contains(expect), "{name}: {err}");
     }
-    let p = write_tmp("three.pdf", &three_pages());
+    // Its own file: the other test reads three.pdf while this one runs in parallel.
+    let p = write_tmp("three-out-of-range.pdf", &three_pages());
     let (rc, _, err) = run(&[p.as_os_str(), "--pages".as_ref(), "7-9".as_ref()]);
     assert_ne!(rc, 0);
     assert!(err.contains("invalid page range"), "{err}");
