@@ -12,7 +12,8 @@
 //! model in ~/.cache/seqgpt-fast), `SEQGPT_SCHED_NEW` (new tokens per request, default 16),
 //! `SEQGPT_SCHED_ROUNDS` (throughput: alternating rounds, best time of each; 3),
 //! `SEQGPT_SCHED_REQUESTS` (200), `SEQGPT_SCHED_TASKS` (32), `SEQGPT_SCHED_MODES`
-//! (`on,off`), `SEQGPT_SCHED_THREADS` (rayon threads, 0 = all cores). Every request greedy,
+//! (`on,off`), `SEQGPT_SCHED_THREADS` (rayon threads, 0 = all cores), `SEQGPT_SCHED_DEVICE`
+//! (`cpu`, the default, or `cuda:N` in a `--features cuda` build). Every request greedy,
 //! EOS ignored, so each generates exactly `SEQGPT_SCHED_NEW` tokens. Results print as a
 //! table and as one JSON line per run (`SCHED_BENCH {...}`).
 
@@ -35,8 +36,10 @@ fn open() -> Arc<Engine> {
     if threads > 0 {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
     }
-    eprintln!("model {path}, {} rayon threads", rayon::current_num_threads());
-    Arc::new(Engine::open(&path, &candle_core::Device::Cpu).expect("open the benchmark model (see the header)"))
+    let spec = std::env::var("SEQGPT_SCHED_DEVICE").unwrap_or_else(|_| "cpu".into());
+    let device = seqgpt::device::select(&spec).expect("SEQGPT_SCHED_DEVICE: cpu or cuda:N (a CUDA build)");
+    eprintln!("model {path}, device {spec}, {} rayon threads", rayon::current_num_threads());
+    Arc::new(Engine::open(&path, &device).expect("open the benchmark model (see the header)"))
 }
 
 /// Deterministic prompt ids (xorshift over ids 10..1010: ordinary tokens of any vocabulary).

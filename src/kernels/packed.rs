@@ -645,4 +645,45 @@ mod speed {
             }
         }
     }
+
+    /// The kernels' instruction throughput with nothing waiting on memory: one group of 16
+    /// weight rows (9-13 KB, stays in L1) against 1-8 input rows, on the calling thread, no
+    /// rayon. Against `packed_speed` this separates the kernel's own issue rate from the
+    /// memory hierarchy and threading. `cargo test --release --lib packed_kernel_in_l1 --
+    /// --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn packed_kernel_in_l1() {
+        let (n, k) = (LANES, 1024);
+        for dtype in [GgmlType::Q4_0, GgmlType::Q6_K] {
+            let wf: Vec<f32> = (0..k).map(|i| (i % 13) as f32 - 6.0).collect();
+            let mut row = Vec::new();
+            quantize_row(dtype, &wf, &mut row).unwrap();
+            let bytes: Vec<u8> = row.iter().cycle().take(row.len() * n).cloned().collect();
+            let packed = PackedWeight::pack(WeightView { dtype, bytes: &bytes, rows: n, cols: k }).unwrap();
+            for m in [1, 4, 8] {
+                let rows: Vec<Q8Row> = (0..m)
+                    .map(|i| {
+                        let mut q = Q8Row::default();
+                        q.quantize(&(0..k).map(|c| ((c + i) % 7) as f32).collect::<Vec<_>>());
+                        q
+                    })
+                    .collect();
+                let mut out = vec![0f32; m * n];
+                let reps = 400_000 / m;
+                let mut best = f64::INFINITY;
+                for _ in 0..5 {
+                    let t = std::time::Instant::now();
+                    for _ in 0..reps {
+                        // SAFETY: group 0 exists; `out` holds m rows of 16 (stride n = 16).
+                        unsafe { kernel(&packed, 0, &rows, None, out.as_mut_ptr(), n) };
+                        std::hint::black_box(&mut out);
+                    }
+                    best = best.min(t.elapsed().as_secs_f64() / reps as f64);
+                }
+                let macs = (m * n * k) as f64;
+                println!("{dtype} in L1, one thread, m={m}: {:.1} GMAC/s  {:.2} G vpdpbusd/s (best of 5)", macs / best / 1e9, macs / 64.0 / best / 1e9);
+            }
+        }
+    }
 }

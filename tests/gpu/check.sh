@@ -4,8 +4,10 @@
 #      (fused kernels and candle's own ops), tests/gpu/compare.py;
 #   2. `seqgpt bench` on a SeqGPT-560M-shaped random model at batch 1/4/8 on CUDA;
 #   3. transformers fp16 (eager, use_cache=True) on the same GPU, same lengths;
-#   4. the ratios: decode batch 1 vs transformers (goal >= 5x), batch 8 vs batch 1 (>= 4x).
-# Usage: tests/gpu/check.sh BIN_DIR   (seqgpt and seqgpt-quantize built with --features cuda)
+#   4. the ratios: decode batch 1 vs transformers (goal >= 5x), batch 8 vs batch 1 (>= 4x);
+#   5. the scheduler's throughput on CUDA: 8 concurrent requests vs one at a time (issue 5,
+#      goal >= 3x), tests/scheduler_load.rs as built by prepare.sh (skipped without it).
+# Usage: tests/gpu/check.sh BIN_DIR   (seqgpt, seqgpt-quantize and scheduler_load from prepare.sh)
 # Logs go to $OUT (or a temporary directory). Builds nothing; needs python3 with torch and
 # transformers (PYTHON=...).
 set -uo pipefail
@@ -70,5 +72,15 @@ print(f"decode batch 1 vs transformers fp16: {r1:.2f}x (goal >= 5)")
 print(f"batch 8 aggregate vs batch 1: {r8:.2f}x (goal >= 4)")
 json.dump({"decode_b1_vs_hf": r1, "b8_vs_b1": r8}, open(f"{out}/ratios.json", "w"))
 PYEOF
+echo "== 5. scheduler throughput on CUDA (8 concurrent vs one at a time, 16 new tokens)"
+if [ -x "$BIN/scheduler_load" ]; then
+  SEQGPT_SCHED_DEVICE=cuda:0 SEQGPT_SCHED_MODEL="$WORK/m560-q4_0.gguf" SEQGPT_SCHED_ROUNDS=3 \
+    "$BIN/scheduler_load" --ignored --nocapture --test-threads 1 throughput 2>&1 | tee "$OUT/scheduler.txt" \
+    | grep -E "round|one at a time|8 concurrent|speed-up|identical" || status=1
+  grep -q "test result: ok" "$OUT/scheduler.txt" || status=1
+else
+  echo "no $BIN/scheduler_load (tests/gpu/prepare.sh builds it); skipped"
+fi
+
 echo "logs in $OUT"
 exit $status
