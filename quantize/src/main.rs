@@ -2,7 +2,8 @@
 //! calibrated AWQ INT4; AutoAWQ checkpoints imported), and quality checks of the result.
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use seqgpt::engine::Engine;
 use seqgpt::gguf::{GgmlType, GgufFile};
 use seqgpt_quantize::eval::{compare_engines, simulate, SimMethod};
@@ -175,11 +176,12 @@ fn parse_type(s: &str) -> Result<GgmlType, String> {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let result = match cli.cmd {
         Some(Cmd::Eval(a)) => eval(a),
         Some(Cmd::Simulate(a)) => simulate_cmd(a),
-        None => quantize(cli.quantize),
+        None => quantize(cli.quantize, &matches),
     };
     if let Err(e) = result {
         eprintln!("seqgpt-quantize: {e:#}");
@@ -187,7 +189,45 @@ fn main() {
     }
 }
 
-fn quantize(a: QuantizeArgs) -> anyhow::Result<()> {
+/// Flags that only some methods read, with those methods. A flag given on the command line
+/// for another method is refused rather than silently ignored.
+const METHOD_FLAGS: [(&str, &str, &[Method]); 9] = [
+    ("wtype", "--wtype", &[Method::Plain, Method::Rtn, Method::Awq]),
+    ("group_size", "--group-size", &[Method::Rtn, Method::Awq]),
+    ("calib", "--calib", &[Method::Awq]),
+    ("calib_samples", "--calib-samples", &[Method::Awq]),
+    ("calib_len", "--calib-len", &[Method::Awq]),
+    ("grid", "--grid", &[Method::Awq]),
+    ("duo_scaling", "--duo-scaling", &[Method::Awq]),
+    ("no_clip", "--no-clip", &[Method::Awq]),
+    ("act_scaled_type", "--act-scaled-type", &[Method::Import]),
+];
+
+/// The first flag in `matches` (given on the command line) that `method` does not read.
+fn flag_not_for(method: Method, matches: &ArgMatches) -> Option<String> {
+    let (_, flag, methods) = METHOD_FLAGS
+        .iter()
+        .find(|(id, _, methods)| matches.value_source(id) == Some(ValueSource::CommandLine) && !methods.contains(&method))?;
+    let for_methods: Vec<&str> = methods.iter().map(|&m| cli_name(m)).collect();
+    let why = match method {
+        Method::Import => " (import keeps the checkpoint's own 4-bit weights and groups)",
+        Method::Plain => " (plain rounds each tensor to its ggml type, in that type's fixed blocks)",
+        _ => "",
+    };
+    Some(format!("{flag} does not apply to --method {}{why}; it is read by: {}", cli_name(method), for_methods.join(", ")))
+}
+
+/// The method's `--method` value.
+fn cli_name(m: Method) -> &'static str {
+    match m {
+        Method::Plain => "plain",
+        Method::Rtn => "rtn",
+        Method::Awq => "awq",
+        Method::Import => "import",
+    }
+}
+
+fn quantize(a: QuantizeArgs, matches: &ArgMatches) -> anyhow::Result<()> {
     let model = a.model.context("--model is required")?;
     let out = a.out.context("--out is required")?;
     let is_awq_ckpt = seqgpt_quantize::autoawq::detect(&model)?.is_some();
@@ -199,6 +239,9 @@ fn quantize(a: QuantizeArgs) -> anyhow::Result<()> {
         None if is_awq_ckpt => Method::Import,
         None => Method::Plain,
     };
+    if let Some(msg) = flag_not_for(method, matches) {
+        anyhow::bail!(msg);
+    }
     let wtype = a.wtype.unwrap_or(match method {
         Method::Plain => GgmlType::F16,
         _ => DEFAULT_WTYPE,

@@ -208,6 +208,25 @@ fn cli_detects_autoawq_checkpoints() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("already quantized by AutoAWQ"));
 }
 
+/// Import keeps the checkpoint's own 4-bit weights: --wtype or --group-size there would be
+/// silently ignored, so they are refused, before anything is written.
+#[test]
+fn import_refuses_flags_it_would_ignore() {
+    let out = tmp_dir().join("autoawq-flags.gguf");
+    let model = fixture("autoawq");
+    for extra in [&["--wtype", "q8_0"][..], &["--method", "import", "--group-size", "64"], &["--calib-samples", "8"]] {
+        let mut args = vec!["--model", model.to_str().unwrap(), "--out", out.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let o = run_cli(&args);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && stderr.contains("does not apply to --method import"), "{extra:?}: {stderr}");
+        assert!(!out.exists(), "{extra:?} left a file");
+    }
+    // The flag that import does read is accepted.
+    let o = run_cli(&["--model", model.to_str().unwrap(), "--out", out.to_str().unwrap(), "--act-scaled-type", "q8_0", "--quiet"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
 fn decode(file: &GgufFile, name: &str) -> Vec<f32> {
     let info = file.require(name).unwrap();
     let n = info.elem_count() as usize;

@@ -124,8 +124,12 @@ fn eval_prints_metrics() {
 #[test]
 fn bad_requests_are_explained() {
     let out = tmp_dir().join("never.gguf");
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 8] = [
         (&["--method", "rtn", "--group-size", "48"], "multiple of 32"),
+        // Flags the chosen method would ignore (plain is the default).
+        (&["--group-size", "64"], "--group-size does not apply to --method plain"),
+        (&["--method", "rtn", "--calib-samples", "8"], "--calib-samples does not apply to --method rtn"),
+        (&["--method", "plain", "--no-clip"], "--no-clip does not apply to --method plain"),
         (&["--method", "awq", "--wtype", "q6_K"], "group-quantized"),
         (&["--method", "import"], "not an AutoAWQ checkpoint"),
         (&["--method", "awq", "--calib-samples", "100000"], "fewer than --calib-samples"),
