@@ -2,7 +2,7 @@
 
 use crate::generate::{beam::beam_search, Batch, GenerationConfig, Generated, Sequence};
 use crate::gguf::{GgufError, GgufFile};
-use crate::model::{Bloom, LoadError, Logits};
+use crate::model::{Bloom, CpuKv, LoadError, Logits};
 use crate::tokenizer::{Tokenizer, TokenizerError};
 use candle_core::{DType, Device};
 use std::path::Path;
@@ -31,9 +31,14 @@ impl Engine {
     /// Maps and validates `path`, then builds the model on `device` (f32 activations on
     /// the CPU, f16 on a GPU).
     pub fn open(path: impl AsRef<Path>, device: &Device) -> Result<Self, EngineError> {
+        Self::open_with(path, device, CpuKv::Auto)
+    }
+
+    /// As `open`, with the CPU's key/value cache type chosen (`CpuKv`).
+    pub fn open_with(path: impl AsRef<Path>, device: &Device, cpu_kv: CpuKv) -> Result<Self, EngineError> {
         let file = GgufFile::open(path)?;
         let dtype = if device.is_cpu() { DType::F32 } else { DType::F16 };
-        let model = Bloom::load(&file, device, dtype)?;
+        let model = Bloom::load(&file, device, dtype, cpu_kv)?;
         let tokenizer = Tokenizer::from_gguf(&file)?;
         Ok(Self { file, model, tokenizer })
     }

@@ -31,14 +31,44 @@ impl AttnShape {
 /// Queries per task: each key and value row is read once for all of them.
 const QUERY_TILE: usize = 16;
 
+/// A key or value cache, `[batch, heads, cap, head_dim]`: f32, or f16 (half the bytes to
+/// keep and to read per step; a task widens its head's rows to f32 before using them).
+#[derive(Clone, Copy)]
+pub enum KvSlice<'a> {
+    F32(&'a [f32]),
+    F16(&'a [half::f16]),
+}
+
+impl KvSlice<'_> {
+    fn len(&self) -> usize {
+        match self {
+            KvSlice::F32(x) => x.len(),
+            KvSlice::F16(x) => x.len(),
+        }
+    }
+
+    /// Elements `range` as f32: borrowed when f32, else widened into `buf`.
+    fn f32_rows<'b>(&'b self, range: std::ops::Range<usize>, buf: &'b mut Vec<f32>) -> &'b [f32] {
+        use half::slice::HalfFloatSliceExt;
+        match self {
+            KvSlice::F32(x) => &x[range],
+            KvSlice::F16(x) => {
+                buf.resize(range.len(), 0.0);
+                x[range].convert_to_f32_slice(buf);
+                buf
+            }
+        }
+    }
+}
+
 /// `qkv`: `[batch, t, 3 * heads * head_dim]` ([Q; K; V], biases included); `k`, `v`:
 /// `[batch, heads, cap, head_dim]` holding every position up to `past + t`; `kpos`:
 /// `[batch, past + t]`; `slopes`: `[heads]`. Writes `out`: `[batch, t, heads * head_dim]`.
 pub fn alibi_attention(
     s: AttnShape,
     qkv: &[f32],
-    k: &[f32],
-    v: &[f32],
+    k: KvSlice<'_>,
+    v: KvSlice<'_>,
     kpos: &[f32],
     slopes: &[f32],
     scale: f32,
@@ -53,29 +83,41 @@ pub fn alibi_attention(
     let out_ptr = SharedOut::new(out);
     let tiles = s.t.div_ceil(QUERY_TILE);
     (0..s.batch * s.heads * tiles).into_par_iter().for_each_init(
-        || (vec![0f32; QUERY_TILE * total], vec![0f32; QUERY_TILE * d], vec![0f32; QUERY_TILE * d]),
-        |(scores, acc, qt), task| {
+        || (vec![0f32; QUERY_TILE * total], vec![0f32; QUERY_TILE * d], vec![0f32; QUERY_TILE * d], Vec::new(), Vec::new()),
+        |(scores, acc, qt, kbuf, vbuf), task| {
             let tile = Tile { b: task / (s.heads * tiles), h: task / tiles % s.heads, i0: task % tiles * QUERY_TILE };
-            let args = TileArgs { s, qkv, k, v, kpos, slopes, scale };
+            // The head's keys and values up to the tile's last query.
+            let base = (tile.b * s.heads + tile.h) * s.cap * d;
+            let rows = base..base + (s.past + tile.i0 + QUERY_TILE.min(s.t - tile.i0)) * d;
             #[cfg(target_arch = "x86_64")]
             {
-                if d % 64 == 0 && s.t - tile.i0 >= 4 && super::qdot::avx512_available() {
-                    // SAFETY: AVX-512F and FMA are present (checked above); d % 64 == 0.
-                    unsafe { avx512::attend_tile(&args, tile, scores, qt, acc) };
-                } else if d % 16 == 0 && super::qdot::avx512_available() {
-                    // SAFETY: AVX-512F and FMA are present (checked above); d % 16 == 0.
-                    unsafe { avx512::attend_queries(&args, tile, scores, acc) };
-                } else if super::dot::has_avx2_fma() {
-                    // SAFETY: AVX2 and FMA are present (checked above).
-                    unsafe { attend_tile_avx2(&args, tile, scores, acc) };
+                // One or a few queries (decoding): AVX-512 one query at a time, reading an f16
+                // cache as it is (a widening load per vector).
+                let one_query_path = !(d % 64 == 0 && s.t - tile.i0 >= 4) && d % 16 == 0 && super::qdot::avx512_available();
+                if one_query_path {
+                    let args = TileArgs { s, qkv, k: &[], v: &[], kpos, slopes, scale };
+                    match (k, v) {
+                        // SAFETY: AVX-512F and FMA are present (checked above); d % 16 == 0;
+                        // `rows` lies inside both caches (asserted above).
+                        (KvSlice::F32(k), KvSlice::F32(v)) => unsafe {
+                            avx512::attend_queries(&args, tile, k[rows.clone()].as_ptr(), v[rows].as_ptr(), scores, acc)
+                        },
+                        (KvSlice::F16(k), KvSlice::F16(v)) => unsafe {
+                            avx512::attend_queries(&args, tile, k[rows.clone()].as_ptr(), v[rows].as_ptr(), scores, acc)
+                        },
+                        _ => unreachable!("keys and values share one cache type"),
+                    }
                 } else {
-                    attend_tile(&args, tile, scores, acc);
+                    let (k, v) = (k.f32_rows(rows.clone(), kbuf), v.f32_rows(rows, vbuf));
+                    let args = TileArgs { s, qkv, k, v, kpos, slopes, scale };
+                    attend_tile_f32(&args, tile, scores, qt, acc);
                 }
             }
             #[cfg(not(target_arch = "x86_64"))]
             {
                 let _ = qt; // the transposed-query scratch of the AVX-512 path
-                attend_tile(&args, tile, scores, acc);
+                let (k, v) = (k.f32_rows(rows.clone(), kbuf), v.f32_rows(rows, vbuf));
+                attend_tile(&TileArgs { s, qkv, k, v, kpos, slopes, scale }, tile, scores, acc);
             }
             let n = QUERY_TILE.min(s.t - tile.i0);
             for q in 0..n {
@@ -89,9 +131,25 @@ pub fn alibi_attention(
     );
 }
 
+/// The paths over f32 keys and values (an f16 cache is widened first): AVX-512 tiles of
+/// queries, or plain loops compiled for AVX2 or the baseline.
+#[cfg(target_arch = "x86_64")]
+fn attend_tile_f32(args: &TileArgs<'_>, tile: Tile, scores: &mut [f32], qt: &mut [f32], acc: &mut [f32]) {
+    if args.s.head_dim % 64 == 0 && args.s.t - tile.i0 >= 4 && super::qdot::avx512_available() {
+        // SAFETY: AVX-512F and FMA are present (checked above); head_dim % 64 == 0.
+        unsafe { avx512::attend_tile(args, tile, scores, qt, acc) };
+    } else if super::dot::has_avx2_fma() {
+        // SAFETY: AVX2 and FMA are present (checked above).
+        unsafe { attend_tile_avx2(args, tile, scores, acc) };
+    } else {
+        attend_tile(args, tile, scores, acc);
+    }
+}
+
 struct TileArgs<'a> {
     s: AttnShape,
     qkv: &'a [f32],
+    /// This tile's head: keys and values `0..past + i0 + queries`, `head_dim` apiece.
     k: &'a [f32],
     v: &'a [f32],
     kpos: &'a [f32],
@@ -121,8 +179,7 @@ fn attend_tile(a: &TileArgs<'_>, tile: Tile, scores: &mut [f32], acc: &mut [f32]
     let s = a.s;
     let (hd, d, total) = (s.heads * s.head_dim, s.head_dim, s.total());
     let n = QUERY_TILE.min(s.t - tile.i0);
-    let kb = &a.k[(tile.b * s.heads + tile.h) * s.cap * d..];
-    let vb = &a.v[(tile.b * s.heads + tile.h) * s.cap * d..];
+    let (kb, vb) = (a.k, a.v);
     let kp = &a.kpos[tile.b * total..(tile.b + 1) * total];
     let slope = a.slopes[tile.h];
     // Causal: query i sees keys 0..=past + i.
@@ -197,6 +254,27 @@ mod avx512 {
     use super::{Tile, TileArgs, QUERY_TILE};
     use std::arch::x86_64::*;
 
+    /// 16 cache values widened to f32.
+    pub trait Load16 {
+        /// # Safety
+        /// `p` points at 16 readable values; AVX-512F is present.
+        unsafe fn load16(p: *const Self) -> __m512;
+    }
+
+    impl Load16 for f32 {
+        #[inline(always)]
+        unsafe fn load16(p: *const f32) -> __m512 {
+            _mm512_loadu_ps(p)
+        }
+    }
+
+    impl Load16 for half::f16 {
+        #[inline(always)]
+        unsafe fn load16(p: *const half::f16) -> __m512 {
+            _mm512_cvtph_ps(_mm256_loadu_si256(p as *const __m256i))
+        }
+    }
+
     /// `e^x` lane-wise for `x <= 0` (as `exp_nonpositive`; `-inf` gives 0).
     #[inline(always)]
     unsafe fn exp(x: __m512) -> __m512 {
@@ -237,14 +315,12 @@ mod avx512 {
     /// register, the weighted sum keeps the output row in registers. `scores` is scratch
     /// (`QUERY_TILE * total`), `acc` gets `head_dim` values per query.
     #[target_feature(enable = "avx512f,fma,avx2")]
-    pub unsafe fn attend_queries(a: &TileArgs<'_>, tile: Tile, scores: &mut [f32], acc: &mut [f32]) {
+    pub unsafe fn attend_queries<T: Load16>(a: &TileArgs<'_>, tile: Tile, kb: *const T, vb: *const T, scores: &mut [f32], acc: &mut [f32]) {
         let s = a.s;
         let (hd, d, total) = (s.heads * s.head_dim, s.head_dim, s.total());
         let n = QUERY_TILE.min(s.t - tile.i0);
         let chunks = d / 16;
         assert!(d % 16 == 0 && chunks <= 8 && scores.len() >= total && acc.len() >= n * d);
-        let kb = a.k[(tile.b * s.heads + tile.h) * s.cap * d..].as_ptr();
-        let vb = a.v[(tile.b * s.heads + tile.h) * s.cap * d..].as_ptr();
         let kp = &a.kpos[tile.b * total..(tile.b + 1) * total];
         let slope = a.slopes[tile.h];
         let sc = scores.as_mut_ptr();
@@ -255,9 +331,9 @@ mod avx512 {
             for (j, &pos) in kp[..visible].iter().enumerate() {
                 let score = if pos >= 0.0 {
                     let kr = kb.add(j * d);
-                    let mut sum = _mm512_mul_ps(_mm512_loadu_ps(qp), _mm512_loadu_ps(kr));
+                    let mut sum = _mm512_mul_ps(_mm512_loadu_ps(qp), T::load16(kr));
                     for c in 1..chunks {
-                        sum = _mm512_fmadd_ps(_mm512_loadu_ps(qp.add(16 * c)), _mm512_loadu_ps(kr.add(16 * c)), sum);
+                        sum = _mm512_fmadd_ps(_mm512_loadu_ps(qp.add(16 * c)), T::load16(kr.add(16 * c)), sum);
                     }
                     _mm512_reduce_add_ps(sum) * a.scale + slope * pos
                 } else {
@@ -288,7 +364,7 @@ mod avx512 {
                 if p != 0.0 {
                     let (pv, vr) = (_mm512_set1_ps(p), vb.add(j * d));
                     for (c, o) in o.iter_mut().enumerate().take(chunks) {
-                        *o = _mm512_fmadd_ps(pv, _mm512_loadu_ps(vr.add(16 * c)), *o);
+                        *o = _mm512_fmadd_ps(pv, T::load16(vr.add(16 * c)), *o);
                     }
                 }
             }
@@ -305,8 +381,7 @@ mod avx512 {
         let (hd, d, total) = (s.heads * s.head_dim, s.head_dim, s.total());
         let n = QUERY_TILE.min(s.t - tile.i0);
         let keys = s.past + tile.i0 + n;
-        let kb = a.k[(tile.b * s.heads + tile.h) * s.cap * d..].as_ptr();
-        let vb = a.v[(tile.b * s.heads + tile.h) * s.cap * d..].as_ptr();
+        let (kb, vb) = (a.k.as_ptr(), a.v.as_ptr());
         let kp = &a.kpos[tile.b * total..(tile.b + 1) * total];
         assert!(st.len() >= keys * 16 && qt.len() >= d * 16 && acc.len() >= QUERY_TILE * d);
         // Queries transposed (value-major, one query per lane), scaled.
@@ -385,16 +460,33 @@ mod avx512 {
     }
 }
 
-/// Copies part `part` (1 = K, 2 = V) of `qkv` into `cache` at positions `past..past + t`.
-pub fn append_kv(s: AttnShape, qkv: &[f32], part: usize, cache: &mut [f32]) {
+/// A mutable key or value cache for `append_kv`.
+pub enum KvSliceMut<'a> {
+    F32(&'a mut [f32]),
+    F16(&'a mut [half::f16]),
+}
+
+/// Copies part `part` (1 = K, 2 = V) of `qkv` into `cache` at positions `past..past + t`
+/// (rounded to the nearest f16 for an f16 cache).
+pub fn append_kv(s: AttnShape, qkv: &[f32], part: usize, cache: KvSliceMut<'_>) {
+    use half::slice::HalfFloatSliceExt;
     let (hd, d) = (s.heads * s.head_dim, s.head_dim);
-    assert!(s.past + s.t <= s.cap && cache.len() >= s.batch * s.heads * s.cap * d, "append_kv: cache too small");
+    let len = match &cache {
+        KvSliceMut::F32(c) => c.len(),
+        KvSliceMut::F16(c) => c.len(),
+    };
+    assert!(s.past + s.t <= s.cap && len >= s.batch * s.heads * s.cap * d, "append_kv: cache too small");
+    let mut cache = cache;
     for b in 0..s.batch {
         for i in 0..s.t {
             let src = &qkv[(b * s.t + i) * 3 * hd + part * hd..][..hd];
             for h in 0..s.heads {
                 let dst = ((b * s.heads + h) * s.cap + s.past + i) * d;
-                cache[dst..dst + d].copy_from_slice(&src[h * d..(h + 1) * d]);
+                let src = &src[h * d..(h + 1) * d];
+                match &mut cache {
+                    KvSliceMut::F32(c) => c[dst..dst + d].copy_from_slice(src),
+                    KvSliceMut::F16(c) => c[dst..dst + d].convert_from_f32_slice(src),
+                }
             }
         }
     }
@@ -471,11 +563,11 @@ mod tests {
         let s = AttnShape { batch: 1, t: 8, heads: 1, head_dim: 64, cap: 8, past: 0 };
         let qkv = vec![0.5f32; 8 * 3 * 64];
         let (mut k, mut v) = (vec![0f32; 8 * 64], vec![0f32; 8 * 64]);
-        append_kv(s, &qkv, 1, &mut k);
-        append_kv(s, &qkv, 2, &mut v);
+        append_kv(s, &qkv, 1, KvSliceMut::F32(&mut k));
+        append_kv(s, &qkv, 2, KvSliceMut::F32(&mut v));
         let kpos = vec![-1f32; 8];
         let mut out = vec![f32::NAN; 8 * 64];
-        alibi_attention(s, &qkv, &k, &v, &kpos, &[0.5], 0.125, &mut out);
+        alibi_attention(s, &qkv, KvSlice::F32(&k), KvSlice::F32(&v), &kpos, &[0.5], 0.125, &mut out);
         assert!(out.iter().all(|&x| x == 0.0));
     }
 
@@ -486,8 +578,12 @@ mod tests {
         let qkv = f(s.batch * s.t * 3 * hd, 7);
         let mut k = f(s.batch * s.heads * s.cap * s.head_dim, 11);
         let mut v = f(s.batch * s.heads * s.cap * s.head_dim, 13);
-        append_kv(s, &qkv, 1, &mut k);
-        append_kv(s, &qkv, 2, &mut v);
+        let mut k16: Vec<half::f16> = k.iter().map(|&x| half::f16::from_f32(x)).collect();
+        let mut v16: Vec<half::f16> = v.iter().map(|&x| half::f16::from_f32(x)).collect();
+        append_kv(s, &qkv, 1, KvSliceMut::F32(&mut k));
+        append_kv(s, &qkv, 2, KvSliceMut::F32(&mut v));
+        append_kv(s, &qkv, 1, KvSliceMut::F16(&mut k16));
+        append_kv(s, &qkv, 2, KvSliceMut::F16(&mut v16));
         let kpos: Vec<f32> = (0..s.batch * s.total())
             .map(|j| {
                 let (b, p) = (j / s.total(), j % s.total());
@@ -502,11 +598,19 @@ mod tests {
         let slopes: Vec<f32> = (0..s.heads).map(|h| 0.5f32.powi(h as i32 + 1)).collect();
         let want = reference(s, &qkv, &k, &v, &kpos, &slopes, 0.35);
         let mut got = vec![0f32; want.len()];
-        alibi_attention(s, &qkv, &k, &v, &kpos, &slopes, 0.35, &mut got);
+        alibi_attention(s, &qkv, KvSlice::F32(&k), KvSlice::F32(&v), &kpos, &slopes, 0.35, &mut got);
         for (a, b) in got.iter().zip(&want) {
             // A query that sees only padding: the reference's softmax is NaN, ours zeros.
             assert!(if b.is_nan() { *a == 0.0 } else { (a - b).abs() < 1e-5 }, "{a} vs {b}");
         }
+        // An f16 cache: exactly the f32 kernels on the rounded keys and values.
+        let (kw, vw): (Vec<f32>, Vec<f32>) = (k16.iter().map(|x| x.to_f32()).collect(), v16.iter().map(|x| x.to_f32()).collect());
+        assert!(kw.iter().zip(&k).all(|(a, b)| (a - b).abs() <= 1e-3 * b.abs().max(1.0)), "append_kv rounds to f16");
+        let mut wide = vec![0f32; want.len()];
+        alibi_attention(s, &qkv, KvSlice::F32(&kw), KvSlice::F32(&vw), &kpos, &slopes, 0.35, &mut wide);
+        let mut half_got = vec![0f32; want.len()];
+        alibi_attention(s, &qkv, KvSlice::F16(&k16), KvSlice::F16(&v16), &kpos, &slopes, 0.35, &mut half_got);
+        assert_eq!(half_got, wide, "f16 cache {s:?}");
     }
 
     #[test]

@@ -34,6 +34,8 @@ pub struct Bloom {
     pub cfg: BloomConfig,
     device: Device,
     dtype: DType,
+    /// Element type of the key/value cache (`cpu_kv_dtype`; on a GPU the activations').
+    kv_dtype: DType,
     token_embd: MappedTensor,
     embd_norm: LayerNorm,
     blocks: Vec<Block>,
@@ -63,7 +65,7 @@ pub enum LoadError {
 impl Bloom {
     /// Builds the model from a validated file. On the CPU nothing is copied: weights stay
     /// in the mapping. On a GPU, layers and the head are uploaded (activations in `dtype`).
-    pub fn load(file: &GgufFile, device: &Device, dtype: DType) -> std::result::Result<Self, LoadError> {
+    pub fn load(file: &GgufFile, device: &Device, dtype: DType, cpu_kv: CpuKv) -> std::result::Result<Self, LoadError> {
         let cfg = BloomConfig::from_gguf(file)?;
         let w = WeightLoader { file };
         let (h, ff, eps) = (cfg.hidden, cfg.ffn, cfg.layer_norm_eps);
@@ -104,10 +106,12 @@ impl Bloom {
             Device::Cpu => None,
             _ => Some(Tensor::from_slice(&alibi_slopes, cfg.n_head, device).map_err(dev_err)?),
         };
+        let kv_dtype = cpu_kv_dtype(file, device, dtype, cpu_kv);
         Ok(Self {
             cfg,
             device: device.clone(),
             dtype,
+            kv_dtype,
             token_embd,
             embd_norm,
             blocks,
@@ -128,10 +132,15 @@ impl Bloom {
         self.dtype
     }
 
+    /// Element type of the key/value cache.
+    pub fn kv_dtype(&self) -> DType {
+        self.kv_dtype
+    }
+
     /// An empty cache for `batch` rows with room for `capacity` positions.
     pub fn new_cache(&self, batch: usize, capacity: usize) -> Result<KvCache> {
         let c = &self.cfg;
-        KvCache::new(c.n_layer, c.n_head, c.head_dim(), batch, capacity, &self.device, self.dtype)
+        KvCache::new(c.n_layer, c.n_head, c.head_dim(), batch, capacity, &self.device, self.kv_dtype)
     }
 
     /// Gathers embedding rows for `ids` straight from the mapping (always on the CPU).
@@ -245,9 +254,9 @@ impl Bloom {
                 let p_len = v_shared.dim(2)?;
                 let p_shared = probs.narrow(3, 0, p_len)?;
                 let p_own = probs.narrow(3, p_len, probs.dim(3)? - p_len)?.contiguous()?;
-                (rows_times_shared(&p_shared, v_shared)? + p_own.matmul(&v_own.contiguous()?)?)?
+                (rows_times_shared(&p_shared, v_shared)? + p_own.matmul(&v_own.to_dtype(self.dtype)?.contiguous()?)?)?
             }
-            None => probs.matmul(&v_own.contiguous()?)?,
+            None => probs.matmul(&v_own.to_dtype(self.dtype)?.contiguous()?)?,
         };
         let ctx = ctx.transpose(1, 2)?.reshape((b, t, h))?;
         let attn = (blk.attn_out.forward(&ctx)? + x)?;
@@ -455,6 +464,42 @@ fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
     let e = x.broadcast_sub(&max)?.exp()?;
     let sum = e.sum_keepdim(D::Minus1)?;
     e.broadcast_div(&sum)
+}
+
+/// The CPU's key/value cache type (`cpu_kv_dtype`). A GPU always keeps the activations' f16.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuKv {
+    /// f16 for files with quantized matrices, f32 for f32/f16 files; `SEQGPT_CPU_KV=f16` or
+    /// `f32` in the environment decides instead.
+    #[default]
+    Auto,
+    F16,
+    F32,
+}
+
+/// f32 and f16 files are the exactness references (checked against transformers at 1e-4),
+/// so by default they keep an f32 cache. A file with quantized matrices gets an f16 cache, as
+/// llama.cpp gives every model: its weights already differ from the reference by far more
+/// than f16 rounding of keys and values, and the cache then takes half the memory and half
+/// the bytes read per decoding step (at a few hundred positions of context those reads rival
+/// the weights'). Non-f32 activations keep their own type.
+fn cpu_kv_dtype(file: &GgufFile, device: &Device, dtype: DType, choice: CpuKv) -> DType {
+    if !device.is_cpu() || dtype != DType::F32 {
+        return dtype;
+    }
+    let choice = match (choice, std::env::var("SEQGPT_CPU_KV").as_deref()) {
+        (CpuKv::Auto, Ok("f16")) => CpuKv::F16,
+        (CpuKv::Auto, Ok("f32")) => CpuKv::F32,
+        (c, _) => c,
+    };
+    match choice {
+        CpuKv::F16 => DType::F16,
+        CpuKv::F32 => DType::F32,
+        CpuKv::Auto => match file.tensor("blk.0.attn_qkv.weight") {
+            Some(t) if t.dtype.is_quantized() => DType::F16,
+            _ => DType::F32,
+        },
+    }
 }
 
 /// ALiBi slopes for any head count, as in transformers' `build_alibi_tensor`: geometric for

@@ -1,13 +1,22 @@
 //! The CPU attention path as candle custom ops: K and V appended to the cache in place, and
-//! ALiBi attention reading the cache in place (kernels::attention).
+//! ALiBi attention reading the cache in place (kernels::attention). The cache is f32 or f16.
 
-use crate::kernels::attention::{alibi_attention, append_kv, AttnShape};
+use crate::kernels::attention::{alibi_attention, append_kv, AttnShape, KvSlice, KvSliceMut};
 use candle_core::{CpuStorage, CustomOp3, InplaceOp2, Layout, Result, Shape};
 
 fn f32_slice<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> Result<&'a [f32]> {
     match (s, l.contiguous_offsets()) {
         (CpuStorage::F32(v), Some((a, b))) => Ok(&v[a..b]),
         _ => candle_core::bail!("{what}: expects a contiguous f32 tensor"),
+    }
+}
+
+/// A whole contiguous f32 or f16 cache tensor.
+fn kv_slice<'a>(s: &'a CpuStorage, l: &Layout) -> Result<KvSlice<'a>> {
+    match (s, l.contiguous_offsets()) {
+        (CpuStorage::F32(v), Some((a, b))) => Ok(KvSlice::F32(&v[a..b])),
+        (CpuStorage::F16(v), Some((a, b))) => Ok(KvSlice::F16(&v[a..b])),
+        _ => candle_core::bail!("attention: expects a contiguous f32 or f16 cache"),
     }
 }
 
@@ -27,7 +36,11 @@ impl InplaceOp2 for AppendKv {
             candle_core::bail!("append-kv: cache {:?} does not fit {s:?}", cl.dims());
         }
         let qkv = f32_slice(qkv, ql, "append-kv")?;
-        let CpuStorage::F32(cache) = cache else { candle_core::bail!("append-kv: the cache must be f32") };
+        let cache = match cache {
+            CpuStorage::F32(c) => KvSliceMut::F32(c),
+            CpuStorage::F16(c) => KvSliceMut::F16(c),
+            _ => candle_core::bail!("append-kv: the cache must be f32 or f16"),
+        };
         append_kv(s, qkv, self.part, cache);
         Ok(())
     }
@@ -53,7 +66,7 @@ impl CustomOp3 for Attention {
                 candle_core::bail!("attention: cache {:?} does not fit {s:?}", l.dims());
             }
         }
-        let (qkv, k, v) = (f32_slice(qkv, ql, "attention")?, f32_slice(k, kl, "attention")?, f32_slice(v, vl, "attention")?);
+        let (qkv, k, v) = (f32_slice(qkv, ql, "attention")?, kv_slice(k, kl)?, kv_slice(v, vl)?);
         let mut out = vec![0f32; s.batch * s.t * s.heads * s.head_dim];
         alibi_attention(s, qkv, k, v, &self.kpos, &self.slopes, self.scale, &mut out);
         Ok((CpuStorage::F32(out), Shape::from((s.batch, s.t, s.heads * s.head_dim))))

@@ -9,7 +9,7 @@ pub mod kv_cache;
 pub mod layers;
 pub mod weights;
 
-pub use bloom::{Bloom, Logits, LoadError};
+pub use bloom::{Bloom, CpuKv, Logits, LoadError};
 pub use config::BloomConfig;
 pub use kv_cache::KvCache;
 

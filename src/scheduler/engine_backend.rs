@@ -73,7 +73,7 @@ impl Backend for EngineBackend {
         let m = &self.engine.model;
         ModelInfo {
             context_length: m.cfg.context_length,
-            memory: MemoryModel::from_bloom(&m.cfg, m.dtype()),
+            memory: MemoryModel::from_bloom(&m.cfg, m.kv_dtype(), m.dtype()),
             free_memory: free_memory_fn(m.device()),
         }
     }

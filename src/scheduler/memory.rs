@@ -80,16 +80,15 @@ pub struct Estimate {
 }
 
 impl MemoryModel {
-    pub fn from_bloom(cfg: &BloomConfig, cache_dtype: DType) -> Self {
-        let elem = cache_dtype.size_in_bytes();
+    pub fn from_bloom(cfg: &BloomConfig, cache_dtype: DType, activation_dtype: DType) -> Self {
         Self {
             n_layer: cfg.n_layer,
             hidden: cfg.hidden,
             n_head: cfg.n_head,
             ffn: cfg.ffn,
             vocab: cfg.vocab,
-            kv_elem_bytes: elem,
-            act_elem_bytes: elem,
+            kv_elem_bytes: cache_dtype.size_in_bytes(),
+            act_elem_bytes: activation_dtype.size_in_bytes(),
         }
     }
 
