@@ -258,7 +258,11 @@ fn quantized_kernels_are_exact_on_their_decoded_weights() {
 #[test]
 fn quantized_files_keep_an_f16_cache_on_the_cpu() {
     use candle_core::DType;
-    let q = engine("tiny", GgmlType::Q8_0);
+    // The default where decoding reads f16 directly (x86 with AVX-512), else f32.
+    let auto = engine("tiny", GgmlType::Q8_0);
+    let direct = seqgpt::kernels::attention::reads_f16_directly(auto.model.cfg.head_dim());
+    assert_eq!(auto.model.kv_dtype(), if direct { DType::F16 } else { DType::F32 });
+    let q = Engine::open_with(gguf("tiny", GgmlType::Q8_0), &Device::Cpu, CpuKv::F16).unwrap();
     assert_eq!(q.model.kv_dtype(), DType::F16);
     assert_eq!(engine("tiny", GgmlType::F16).model.kv_dtype(), DType::F32);
     assert_eq!(engine("tiny", GgmlType::F32).model.kv_dtype(), DType::F32);

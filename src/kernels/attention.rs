@@ -31,6 +31,21 @@ impl AttnShape {
 /// Queries per task: each key and value row is read once for all of them.
 const QUERY_TILE: usize = 16;
 
+/// Whether decoding reads an f16 cache without widening it first (the AVX-512 one-query
+/// path, for head sizes that are a multiple of 16). Elsewhere an f16 cache is widened per
+/// tile, which costs more than reading f32 (measured on x86: 24-26 against 29-31 tok/s).
+pub fn reads_f16_directly(head_dim: usize) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        head_dim % 16 == 0 && super::qdot::avx512_available()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = head_dim;
+        false
+    }
+}
+
 /// A key or value cache, `[batch, heads, cap, head_dim]`: f32, or f16 (half the bytes to
 /// keep and to read per step; a task widens its head's rows to f32 before using them).
 #[derive(Clone, Copy)]

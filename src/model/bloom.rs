@@ -106,7 +106,7 @@ impl Bloom {
             Device::Cpu => None,
             _ => Some(Tensor::from_slice(&alibi_slopes, cfg.n_head, device).map_err(dev_err)?),
         };
-        let kv_dtype = cpu_kv_dtype(file, device, dtype, cpu_kv);
+        let kv_dtype = cpu_kv_dtype(file, &cfg, device, dtype, cpu_kv);
         Ok(Self {
             cfg,
             device: device.clone(),
@@ -469,8 +469,8 @@ fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
 /// The CPU's key/value cache type (`cpu_kv_dtype`). A GPU always keeps the activations' f16.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CpuKv {
-    /// f16 for files with quantized matrices, f32 for f32/f16 files; `SEQGPT_CPU_KV=f16` or
-    /// `f32` in the environment decides instead.
+    /// f16 for files with quantized matrices where decoding reads f16 directly (x86 with
+    /// AVX-512), else f32; `SEQGPT_CPU_KV=f16` or `f32` in the environment decides instead.
     #[default]
     Auto,
     F16,
@@ -482,8 +482,10 @@ pub enum CpuKv {
 /// llama.cpp gives every model: its weights already differ from the reference by far more
 /// than f16 rounding of keys and values, and the cache then takes half the memory and half
 /// the bytes read per decoding step (at a few hundred positions of context those reads rival
-/// the weights'). Non-f32 activations keep their own type.
-fn cpu_kv_dtype(file: &GgufFile, device: &Device, dtype: DType, choice: CpuKv) -> DType {
+/// the weights'). That default needs a CPU whose decoding reads f16 directly
+/// (`attention::reads_f16_directly`; widening first is slower than f32). Non-f32
+/// activations keep their own type.
+fn cpu_kv_dtype(file: &GgufFile, cfg: &BloomConfig, device: &Device, dtype: DType, choice: CpuKv) -> DType {
     if !device.is_cpu() || dtype != DType::F32 {
         return dtype;
     }
@@ -496,7 +498,7 @@ fn cpu_kv_dtype(file: &GgufFile, device: &Device, dtype: DType, choice: CpuKv) -
         CpuKv::F16 => DType::F16,
         CpuKv::F32 => DType::F32,
         CpuKv::Auto => match file.tensor("blk.0.attn_qkv.weight") {
-            Some(t) if t.dtype.is_quantized() => DType::F16,
+            Some(t) if t.dtype.is_quantized() && crate::kernels::attention::reads_f16_directly(cfg.head_dim()) => DType::F16,
             _ => DType::F32,
         },
     }
