@@ -67,6 +67,9 @@ impl CustomOp3 for Attention {
             }
         }
         let (qkv, k, v) = (f32_slice(qkv, ql, "attention")?, kv_slice(k, kl)?, kv_slice(v, vl)?);
+        if std::mem::discriminant(&k) != std::mem::discriminant(&v) {
+            candle_core::bail!("attention: keys and values in different types");
+        }
         let mut out = vec![0f32; s.batch * s.t * s.heads * s.head_dim];
         alibi_attention(s, qkv, k, v, &self.kpos, &self.slopes, self.scale, &mut out);
         Ok((CpuStorage::F32(out), Shape::from((s.batch, s.t, s.heads * s.head_dim))))
