@@ -613,26 +613,35 @@ mod speed {
     use super::*;
     use crate::quant::quantize_row;
 
+    /// `n x k` packed weights, every row the same quantized pattern.
+    fn packed_weights(dtype: GgmlType, n: usize, k: usize) -> PackedWeight {
+        let wf: Vec<f32> = (0..k).map(|i| (i % 13) as f32 - 6.0).collect();
+        let mut row = Vec::new();
+        quantize_row(dtype, &wf, &mut row).expect("quantize the pattern row");
+        let bytes: Vec<u8> = row.iter().cycle().take(row.len() * n).cloned().collect();
+        PackedWeight::pack(WeightView { dtype, bytes: &bytes, rows: n, cols: k }).expect("a packable type and shape")
+    }
+
+    /// `m` 8-bit input rows of width `k`.
+    fn input_rows(m: usize, k: usize) -> Vec<Q8Row> {
+        (0..m)
+            .map(|i| {
+                let mut q = Q8Row::default();
+                q.quantize(&(0..k).map(|c| ((c + i) % 7) as f32).collect::<Vec<_>>());
+                q
+            })
+            .collect()
+    }
+
     /// Kernel throughput alone: `cargo test --release --lib packed_speed -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn packed_speed() {
         // 262144 rows: the weights do not fit in cache, as in a model.
         for (dtype, n, k) in [(GgmlType::Q4_0, 4096, 1024), (GgmlType::Q4_0, 262144, 1024), (GgmlType::Q6_K, 262144, 1024)] {
-            let wf: Vec<f32> = (0..k).map(|i| (i % 13) as f32 - 6.0).collect();
-            let mut row = Vec::new();
-            quantize_row(dtype, &wf, &mut row).unwrap();
-            let bytes: Vec<u8> = row.iter().cycle().take(row.len() * n).cloned().collect();
-            let view = WeightView { dtype, bytes: &bytes, rows: n, cols: k };
-            let packed = PackedWeight::pack(view).unwrap();
+            let packed = packed_weights(dtype, n, k);
             for m in [1, 8, 64] {
-                let rows: Vec<Q8Row> = (0..m)
-                    .map(|i| {
-                        let mut q = Q8Row::default();
-                        q.quantize(&(0..k).map(|c| ((c + i) % 7) as f32).collect::<Vec<_>>());
-                        q
-                    })
-                    .collect();
+                let rows = input_rows(m, k);
                 let mut out = vec![0f32; m * n];
                 matmul(&rows, &packed, None, &mut out);
                 let reps = (2_000_000_000 / (m * n * k)).max(2);
@@ -656,19 +665,9 @@ mod speed {
     fn packed_kernel_in_l1() {
         let (n, k) = (LANES, 1024);
         for dtype in [GgmlType::Q4_0, GgmlType::Q6_K] {
-            let wf: Vec<f32> = (0..k).map(|i| (i % 13) as f32 - 6.0).collect();
-            let mut row = Vec::new();
-            quantize_row(dtype, &wf, &mut row).unwrap();
-            let bytes: Vec<u8> = row.iter().cycle().take(row.len() * n).cloned().collect();
-            let packed = PackedWeight::pack(WeightView { dtype, bytes: &bytes, rows: n, cols: k }).unwrap();
+            let packed = packed_weights(dtype, n, k);
             for m in [1, 4, 8] {
-                let rows: Vec<Q8Row> = (0..m)
-                    .map(|i| {
-                        let mut q = Q8Row::default();
-                        q.quantize(&(0..k).map(|c| ((c + i) % 7) as f32).collect::<Vec<_>>());
-                        q
-                    })
-                    .collect();
+                let rows = input_rows(m, k);
                 let mut out = vec![0f32; m * n];
                 let reps = 400_000 / m;
                 let mut best = f64::INFINITY;
