@@ -18,13 +18,15 @@
 //!
 //! [service]
 //! max_jobs = 16                # unfinished jobs at once; one more gets LimitsExceeded
-//! max_jobs_per_client = 4
+//! max_jobs_per_client = 4      # per connection; per Unix user on the system bus
 //! job_retention_s = 300        # finished job objects stay this long on the bus
 //! max_retained_jobs = 256
+//! max_retained_bytes = 16777216
 //! max_pdf_bytes = 104857600
 //! max_text_bytes = 8388608
 //! max_pages = 2000
 //! extract_concurrency = 2
+//! read_timeout_s = 60          # reading a client's file (stalled network file systems)
 //!
 //! [summarize]
 //! template = "auto"            # auto | seqgpt | bloomz | a name under [summarize.templates]
@@ -110,12 +112,18 @@ pub struct ServiceConfig {
     /// Jobs accepted and not yet finished, all clients together; one more is refused with
     /// `org.freedesktop.DBus.Error.LimitsExceeded`.
     pub max_jobs: usize,
-    /// The same, per client connection.
+    /// The same, per client: per connection on a session bus, per Unix user on the system
+    /// bus (where one user could otherwise open many connections).
     pub max_jobs_per_client: usize,
     /// Seconds a finished job's object stays on the bus.
     pub job_retention_s: u64,
     /// Finished job objects kept at most (the oldest go first).
     pub max_retained_jobs: usize,
+    /// Bytes the finished job objects keep at most, summaries and stats together (the oldest
+    /// go first).
+    pub max_retained_bytes: usize,
+    /// Seconds reading a client's file may take (a file on a stalled network file system).
+    pub read_timeout_s: u64,
     /// Largest PDF accepted (bytes); larger is `TooLarge`.
     pub max_pdf_bytes: u64,
     /// Largest text accepted by SummarizeText, Classify and Extract (bytes).
@@ -133,6 +141,8 @@ impl Default for ServiceConfig {
             max_jobs_per_client: 4,
             job_retention_s: 300,
             max_retained_jobs: 256,
+            max_retained_bytes: 16 << 20,
+            read_timeout_s: 60,
             max_pdf_bytes: 100 << 20,
             max_text_bytes: 8 << 20,
             max_pages: 2000,

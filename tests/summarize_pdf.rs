@@ -5,7 +5,7 @@
 mod common;
 
 use seqgpt::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
-use seqgpt::summarize::{Length, Method, Style, SummaryError, SummaryOptions};
+use seqgpt::summarize::{Cancel, Length, Method, Style, SummaryError, SummaryOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -23,7 +23,7 @@ fn pipeline() -> Pipeline {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_page_summary_is_extractive_and_from_the_text() {
-    let s = pipeline().summarize(pdf("one-page.pdf"), &SummaryOptions::default(), &mut Ignore).await.unwrap();
+    let s = pipeline().summarize(pdf("one-page.pdf"), &SummaryOptions::default(), &mut Ignore, &Cancel::new()).await.unwrap();
     assert_eq!(s.method, Method::Extractive);
     assert_eq!((s.stats.page_count, s.stats.pages), (1, 1));
     assert!(s.stats.sentences >= 15, "{:?}", s.stats);
@@ -45,7 +45,7 @@ async fn one_page_summary_is_extractive_and_from_the_text() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn running_headers_page_numbers_and_hyphens_are_cleaned() {
     let opts = SummaryOptions { length: Length::Long, style: Style::Bullets, ..Default::default() };
-    let s = pipeline().summarize(pdf("report-3pages.pdf"), &opts, &mut Ignore).await.unwrap();
+    let s = pipeline().summarize(pdf("report-3pages.pdf"), &opts, &mut Ignore, &Cancel::new()).await.unwrap();
     assert_eq!(s.stats.page_count, 3);
     assert_eq!(s.stats.edge_lines_removed, 6, "3 headers and 3 footers: {:?}", s.stats);
     assert!(!s.text.contains("Field Report") && !s.text.contains("Page 1 of 3"), "{}", s.text);
@@ -55,14 +55,14 @@ async fn running_headers_page_numbers_and_hyphens_are_cleaned() {
     assert!(s.text.lines().all(|l| l.starts_with("- ")), "{}", s.text);
 
     let only2 = SummaryOptions { pages: Some(2..=2), ..Default::default() };
-    let s = pipeline().summarize(pdf("report-3pages.pdf"), &only2, &mut Ignore).await.unwrap();
+    let s = pipeline().summarize(pdf("report-3pages.pdf"), &only2, &mut Ignore, &Cancel::new()).await.unwrap();
     assert_eq!((s.stats.page_count, s.stats.pages), (3, 1));
     assert!(s.text.contains("grain store") || s.text.contains("dryer") || s.text.contains("prices"), "{}", s.text);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chinese_pdf() {
-    let s = pipeline().summarize(pdf("chinese.pdf"), &SummaryOptions { length: Length::Short, ..Default::default() }, &mut Ignore).await.unwrap();
+    let s = pipeline().summarize(pdf("chinese.pdf"), &SummaryOptions { length: Length::Short, ..Default::default() }, &mut Ignore, &Cancel::new()).await.unwrap();
     assert_eq!(s.stats.page_count, 2);
     assert!(s.text.contains("图书馆") || s.text.contains("志愿者"), "{}", s.text);
     assert!(!s.text.contains("。 "), "CJK sentences join without spaces: {}", s.text);
@@ -74,21 +74,21 @@ async fn chinese_pdf() {
 async fn each_bad_pdf_has_its_error() {
     let p = pipeline();
     let err = |r: Result<_, SummaryError>| r.err().expect("an error");
-    assert!(matches!(err(p.summarize(pdf("invalid.pdf"), &Default::default(), &mut Ignore).await), SummaryError::InvalidPdf(_)));
-    assert!(matches!(err(p.summarize(pdf("encrypted.pdf"), &Default::default(), &mut Ignore).await), SummaryError::Encrypted(_)));
+    assert!(matches!(err(p.summarize(pdf("invalid.pdf"), &Default::default(), &mut Ignore, &Cancel::new()).await), SummaryError::InvalidPdf(_)));
+    assert!(matches!(err(p.summarize(pdf("encrypted.pdf"), &Default::default(), &mut Ignore, &Cancel::new()).await), SummaryError::Encrypted(_)));
     let wrong = SummaryOptions { password: Some("nope".into()), ..Default::default() };
-    assert!(matches!(err(p.summarize(pdf("encrypted.pdf"), &wrong, &mut Ignore).await), SummaryError::Encrypted(_)));
+    assert!(matches!(err(p.summarize(pdf("encrypted.pdf"), &wrong, &mut Ignore, &Cancel::new()).await), SummaryError::Encrypted(_)));
     let right = SummaryOptions { password: Some("secret".into()), ..Default::default() };
-    let s = p.summarize(pdf("encrypted.pdf"), &right, &mut Ignore).await.unwrap();
+    let s = p.summarize(pdf("encrypted.pdf"), &right, &mut Ignore, &Cancel::new()).await.unwrap();
     assert!(s.text.contains("library") || s.text.contains("volunteers"), "{}", s.text);
-    assert!(matches!(err(p.summarize(pdf("no-text.pdf"), &Default::default(), &mut Ignore).await), SummaryError::NoText(_)));
+    assert!(matches!(err(p.summarize(pdf("no-text.pdf"), &Default::default(), &mut Ignore, &Cancel::new()).await), SummaryError::NoText(_)));
     let past = SummaryOptions { pages: Some(5..=6), ..Default::default() };
-    assert!(matches!(err(p.summarize(pdf("report-3pages.pdf"), &past, &mut Ignore).await), SummaryError::InvalidArgs(_)));
+    assert!(matches!(err(p.summarize(pdf("report-3pages.pdf"), &past, &mut Ignore, &Cancel::new()).await), SummaryError::InvalidArgs(_)));
     let small = PipelineSettings {
         pdf_limits: seqgpt::pdf::Limits { max_file_bytes: 1000, ..Default::default() },
         ..Default::default()
     };
-    let e = err(Pipeline::new(None, None, small).summarize(pdf("one-page.pdf"), &Default::default(), &mut Ignore).await);
+    let e = err(Pipeline::new(None, None, small).summarize(pdf("one-page.pdf"), &Default::default(), &mut Ignore, &Cancel::new()).await);
     assert!(matches!(e, SummaryError::TooLarge(_)), "{e:?}");
 }
 

@@ -44,7 +44,7 @@ pub fn run(args: ExtractTextArgs) -> anyhow::Result<()> {
         bail!("{}: too large: the file has {} bytes (limit {})", args.file.display(), meta.len(), limits.max_file_bytes);
     }
     let bytes = std::fs::read(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
-    let opts = ExtractOptions { pages: args.pages, password: args.password, limits };
+    let opts = ExtractOptions { pages: args.pages, password: args.password, limits, cancel: None };
     let doc = pdf::extract_text(&bytes, &opts).with_context(|| args.file.display().to_string())?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());

@@ -277,7 +277,7 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
         Input::Pdf { bytes, permit: None }
     };
     let mut obs = LocalObserver { display: Display::new(), streams: HashMap::new() };
-    let result = pipeline.summarize(input, &opts, &mut obs).await;
+    let result = pipeline.summarize(input, &opts, &mut obs, &crate::summarize::Cancel::new()).await;
     obs.display.finish();
     drop(pipeline);
     if let Some(g) = generator {

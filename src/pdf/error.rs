@@ -29,4 +29,7 @@ pub enum PdfError {
     /// The requested page range does not select any page of the document.
     #[error("invalid page range: {0}")]
     InvalidPageRange(String),
+    /// The caller's cancel flag ([`super::ExtractOptions::cancel`]) was set.
+    #[error("cancelled")]
+    Cancelled,
 }

@@ -33,6 +33,8 @@ pub use error::PdfError;
 pub use limits::Limits;
 
 use std::ops::RangeInclusive;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// What to extract.
 #[derive(Debug, Clone, Default)]
@@ -44,6 +46,8 @@ pub struct ExtractOptions {
     /// always tried first.
     pub password: Option<String>,
     pub limits: Limits,
+    /// Checked before each page: once set, extraction ends with [`PdfError::Cancelled`].
+    pub cancel: Option<Arc<AtomicBool>>,
 }
 
 /// How a page's text came out.
@@ -116,6 +120,9 @@ pub fn extract_text(pdf_bytes: &[u8], opts: &ExtractOptions) -> Result<Extracted
     let mut cache = interp::DocCache::default();
     let mut out = Vec::new();
     for number in first..=last {
+        if opts.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Err(PdfError::Cancelled);
+        }
         let Some(page) = pages.get((number - 1) as usize) else { break };
         let (text, status) = match page.dict {
             None => (String::new(), PageStatus::Unreadable),

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use tokio::sync::watch;
+use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
 use zbus::names::UniqueName;
 use zbus::Connection;
 
@@ -49,10 +49,37 @@ pub struct Counters {
 
 struct Table {
     jobs: BTreeMap<u64, Arc<JobShared>>,
-    /// Unfinished jobs per client (unique name).
+    /// Unfinished jobs per client ([`Client::key`]).
     per_client: HashMap<String, usize>,
-    /// Finished jobs, oldest first (for `max_retained_jobs`).
-    finished: VecDeque<u64>,
+    /// Finished jobs, oldest first, with the bytes each keeps (for `max_retained_jobs` and
+    /// `max_retained_bytes`).
+    finished: VecDeque<(u64, usize)>,
+    retained_bytes: usize,
+}
+
+/// Who a request counts against for the per-client quota: its connection on a session or
+/// private bus (one user), its Unix user on the system bus (one user may open any number of
+/// connections).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Client {
+    Connection(String),
+    User(u32),
+}
+
+impl Client {
+    fn key(&self) -> String {
+        match self {
+            Client::Connection(name) => name.clone(),
+            Client::User(uid) => format!("uid {uid}"),
+        }
+    }
+
+    fn describe(&self) -> &'static str {
+        match self {
+            Client::Connection(_) => "this client",
+            Client::User(_) => "this user",
+        }
+    }
 }
 
 pub struct Core {
@@ -70,13 +97,19 @@ pub struct Core {
     stop_all: watch::Sender<bool>,
     started: Instant,
     uids: Mutex<HashMap<String, u32>>,
+    /// Client files being read at once (a read on a stalled file system can block its thread
+    /// for good; this caps how many threads that can take).
+    reads: Arc<Semaphore>,
 }
 
 /// A place taken by an admitted request; released explicitly with [`Core::release`].
 #[derive(Debug)]
 pub struct Slot {
-    pub client: String,
+    client: String,
 }
+
+/// Client-file reads in flight at most (see `Core::reads`).
+const MAX_READS: usize = 8;
 
 impl Core {
     pub fn new(bus: BusKind, pipeline: Arc<Pipeline>, limits: ServiceConfig, device: String) -> Self {
@@ -86,14 +119,25 @@ impl Core {
             limits,
             device,
             counters: Counters::default(),
-            table: Mutex::new(Table { jobs: BTreeMap::new(), per_client: HashMap::new(), finished: VecDeque::new() }),
+            table: Mutex::new(Table {
+                jobs: BTreeMap::new(),
+                per_client: HashMap::new(),
+                finished: VecDeque::new(),
+                retained_bytes: 0,
+            }),
             active: watch::channel(0).0,
             next_id: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             stop_all: watch::channel(false).0,
             started: Instant::now(),
             uids: Mutex::new(HashMap::new()),
+            reads: Arc::new(Semaphore::new(MAX_READS)),
         }
+    }
+
+    /// Waits for a place among the client-file reads in flight.
+    pub async fn read_permit(&self) -> OwnedSemaphorePermit {
+        self.reads.clone().acquire_owned().await.expect("the semaphore is never closed")
     }
 
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
@@ -120,13 +164,14 @@ impl Core {
 
     /// Takes a place for a request of `client`, or refuses: ShuttingDown, or Busy
     /// (`org.freedesktop.DBus.Error.LimitsExceeded`) past `max_jobs` or `max_jobs_per_client`.
-    pub fn admit(&self, client: &UniqueName<'_>) -> Result<Slot, ServiceError> {
+    pub fn admit(&self, client: &Client) -> Result<Slot, ServiceError> {
         if self.is_shutting_down() {
             return Err(ServiceError::new(ErrorKind::ShuttingDown, "the daemon is shutting down"));
         }
+        let key = client.key();
         let mut t = self.table();
         let active = *self.active.borrow();
-        let mine = t.per_client.get(client.as_str()).copied().unwrap_or(0);
+        let mine = t.per_client.get(&key).copied().unwrap_or(0);
         if active >= self.limits.max_jobs {
             drop(t);
             self.counters.busy.fetch_add(1, Ordering::Relaxed);
@@ -140,12 +185,22 @@ impl Core {
             self.counters.busy.fetch_add(1, Ordering::Relaxed);
             return Err(ServiceError::new(
                 ErrorKind::Busy,
-                format!("busy: this client has {mine} unfinished jobs (limit {})", self.limits.max_jobs_per_client),
+                format!("busy: {} has {mine} unfinished jobs (limit {})", client.describe(), self.limits.max_jobs_per_client),
             ));
         }
-        *t.per_client.entry(client.to_string()).or_default() += 1;
+        *t.per_client.entry(key.clone()).or_default() += 1;
         self.active.send_modify(|n| *n += 1);
-        Ok(Slot { client: client.to_string() })
+        Ok(Slot { client: key })
+    }
+
+    /// The quota key of `caller`: its Unix user on the system bus, else its connection.
+    pub async fn client(&self, conn: &Connection, caller: &UniqueName<'_>) -> Result<(Client, Option<u32>), ServiceError> {
+        if self.bus == BusKind::System {
+            let uid = self.uid_of(conn, caller.as_str()).await?;
+            Ok((Client::User(uid), Some(uid)))
+        } else {
+            Ok((Client::Connection(caller.to_string()), None))
+        }
     }
 
     pub fn release(&self, slot: Slot) {
@@ -157,7 +212,14 @@ impl Core {
             }
         }
         drop(t);
-        self.active.send_modify(|n| *n = n.saturating_sub(1));
+        let mut now_idle = false;
+        self.active.send_modify(|n| {
+            *n = n.saturating_sub(1);
+            now_idle = *n == 0;
+        });
+        if now_idle {
+            give_back_memory();
+        }
     }
 
     /// Unfinished jobs and running Classify/Extract calls.
@@ -170,15 +232,19 @@ impl Core {
     }
 
     /// Records that `job` ended; returns the ids of finished jobs to remove now to respect
-    /// `max_retained_jobs`.
+    /// `max_retained_jobs` and `max_retained_bytes` (the oldest go first).
     pub fn finished(&self, job: &JobShared) -> Vec<u64> {
+        let bytes = job.retained_bytes();
         let mut t = self.table();
-        t.finished.push_back(job.id);
+        t.finished.push_back((job.id, bytes));
+        t.retained_bytes += bytes;
         let mut evict = Vec::new();
-        while t.finished.len() > self.limits.max_retained_jobs {
-            if let Some(id) = t.finished.pop_front() {
-                evict.push(id);
-            }
+        while t.finished.len() > self.limits.max_retained_jobs
+            || (t.retained_bytes > self.limits.max_retained_bytes && t.finished.len() > 1)
+        {
+            let Some((id, b)) = t.finished.pop_front() else { break };
+            t.retained_bytes -= b;
+            evict.push(id);
         }
         evict
     }
@@ -186,8 +252,17 @@ impl Core {
     /// Forgets `id` (its object is being removed from the bus).
     pub fn forget(&self, id: u64) -> Option<Arc<JobShared>> {
         let mut t = self.table();
-        t.finished.retain(|&f| f != id);
+        if let Some(pos) = t.finished.iter().position(|&(f, _)| f == id) {
+            if let Some((_, b)) = t.finished.remove(pos) {
+                t.retained_bytes -= b;
+            }
+        }
         t.jobs.remove(&id)
+    }
+
+    /// Bytes the retained finished jobs hold.
+    pub fn retained_bytes(&self) -> usize {
+        self.table().retained_bytes
     }
 
     pub fn jobs(&self) -> Vec<Arc<JobShared>> {
@@ -262,4 +337,16 @@ impl Core {
         let mut rx = self.active.subscribe();
         let _ = tokio::time::timeout(grace, rx.wait_for(|n| *n == 0)).await;
     }
+}
+
+/// Returns freed heap memory to the system once the daemon is idle: glibc keeps what a burst
+/// of large requests freed, so without this the resident size never comes back down.
+fn give_back_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    std::thread::spawn(|| {
+        // SAFETY: malloc_trim only releases free memory of the allocator's own arenas.
+        unsafe {
+            libc::malloc_trim(0);
+        }
+    });
 }

@@ -1,6 +1,7 @@
 //! The service's D-Bus errors. Their names are part of the API (docs/DBUS.md): clients match
 //! on them, so they never change.
 
+use super::bus_string::BusString;
 use crate::summarize::SummaryError;
 use zbus::message::{Header, Message};
 use zbus::names::ErrorName;
@@ -70,23 +71,24 @@ impl ErrorKind {
     ];
 }
 
-/// An error reply: a stable name and a one-line message for people.
+/// An error reply: a stable name and a one-line message for people. The message is a
+/// [`BusString`]: it often quotes the input (a PDF's own names, an option's value).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServiceError {
     pub kind: ErrorKind,
-    pub message: String,
+    pub message: BusString,
 }
 
 impl ServiceError {
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        ServiceError { kind, message: message.into() }
+    pub fn new(kind: ErrorKind, message: impl AsRef<str>) -> Self {
+        ServiceError { kind, message: BusString::message(message.as_ref()) }
     }
 
-    pub fn invalid_args(message: impl Into<String>) -> Self {
+    pub fn invalid_args(message: impl AsRef<str>) -> Self {
         Self::new(ErrorKind::InvalidArgs, message)
     }
 
-    pub fn access_denied(message: impl Into<String>) -> Self {
+    pub fn access_denied(message: impl AsRef<str>) -> Self {
         Self::new(ErrorKind::AccessDenied, message)
     }
 
@@ -105,7 +107,7 @@ impl std::error::Error for ServiceError {}
 
 impl zbus::DBusError for ServiceError {
     fn create_reply(&self, call: &Header<'_>) -> zbus::Result<Message> {
-        Message::error(call, self.name())?.build(&(self.message.as_str(),))
+        Message::error(call, self.name())?.build(&(&self.message,))
     }
 
     fn name(&self) -> ErrorName<'_> {
@@ -113,7 +115,7 @@ impl zbus::DBusError for ServiceError {
     }
 
     fn description(&self) -> Option<&str> {
-        Some(&self.message)
+        Some(self.message.as_str())
     }
 }
 
@@ -156,11 +158,12 @@ impl From<SummaryError> for ServiceError {
 /// Property getters must return `zbus::fdo::Error`; access checks there use AccessDenied.
 impl From<ServiceError> for zbus::fdo::Error {
     fn from(e: ServiceError) -> Self {
+        let message = e.message.into_string();
         match e.kind {
-            ErrorKind::AccessDenied => zbus::fdo::Error::AccessDenied(e.message),
-            ErrorKind::InvalidArgs => zbus::fdo::Error::InvalidArgs(e.message),
-            ErrorKind::Busy => zbus::fdo::Error::LimitsExceeded(e.message),
-            _ => zbus::fdo::Error::Failed(e.message),
+            ErrorKind::AccessDenied => zbus::fdo::Error::AccessDenied(message),
+            ErrorKind::InvalidArgs => zbus::fdo::Error::InvalidArgs(message),
+            ErrorKind::Busy => zbus::fdo::Error::LimitsExceeded(message),
+            _ => zbus::fdo::Error::Failed(message),
         }
     }
 }
@@ -177,5 +180,13 @@ mod tests {
         assert_eq!(ErrorKind::Encrypted.name(), format!("{ERROR_PREFIX}.Encrypted"));
         let e: ServiceError = SummaryError::NoText("empty".into()).into();
         assert_eq!((e.name(), e.message.as_str()), ("org.seqgpt.Summarizer1.Error.NoText", "empty"));
+    }
+
+    #[test]
+    fn messages_are_bus_strings() {
+        let e: ServiceError = SummaryError::Encrypted("filter /Evil\0Handler".into()).into();
+        assert!(!e.message.contains('\0'));
+        let e = ServiceError::invalid_args("x".repeat(1 << 20));
+        assert!(e.message.len() <= super::super::bus_string::MESSAGE_MAX);
     }
 }

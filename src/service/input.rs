@@ -4,7 +4,8 @@
 //! maps a client's file, since a client truncating a mapped file would crash the daemon with
 //! SIGBUS. Pipes, sockets and devices are refused: a writer that never closes would hold a job
 //! forever. A memfd (`memfd_create`) is a regular file, so a client holding a PDF only in
-//! memory can pass one.
+//! memory can pass one. A path is looked at before it is opened (a device is never opened:
+//! opening some has side effects) and is not followed if it is a symbolic link.
 
 use super::errors::{ErrorKind, ServiceError};
 use std::fs::File;
@@ -26,6 +27,9 @@ impl DocumentFile {
         let file = File::from(fd);
         // SAFETY: F_GETFL on a descriptor we own reads its status flags and changes nothing.
         let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
+        if flags >= 0 && flags & libc::O_PATH != 0 {
+            return Err(ServiceError::invalid_args("the file descriptor was opened with O_PATH and cannot be read; open the PDF for reading"));
+        }
         if flags >= 0 && flags & libc::O_ACCMODE == libc::O_WRONLY {
             return Err(ServiceError::invalid_args("the file descriptor is open for writing only; open the PDF for reading"));
         }
@@ -40,33 +44,35 @@ impl DocumentFile {
                 path.display()
             )));
         }
-        // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused just after).
+        let shown = path.display().to_string();
+        let before = std::fs::symlink_metadata(path).map_err(|e| open_error(&shown, &e))?;
+        if before.file_type().is_symlink() {
+            return Err(ServiceError::invalid_args(format!(
+                "'{shown}' is a symbolic link; pass the file it points to (or its descriptor to SummarizeFd)"
+            )));
+        }
+        if !before.file_type().is_file() {
+            return Err(not_regular(before.file_type()));
+        }
+        // O_NOFOLLOW and the inode comparison: the path must still be the file looked at.
+        // O_NONBLOCK: were it swapped for a FIFO, opening must not wait for a writer.
         let file = File::options()
             .read(true)
-            .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .custom_flags(libc::O_NOCTTY | libc::O_NONBLOCK | libc::O_CLOEXEC | libc::O_NOFOLLOW)
             .open(path)
-            .map_err(|e| ServiceError::invalid_args(format!("cannot open '{}': {e}", path.display())))?;
+            .map_err(|e| open_error(&shown, &e))?;
+        let after = file.metadata().map_err(|e| open_error(&shown, &e))?;
+        use std::os::unix::fs::MetadataExt;
+        if (after.dev(), after.ino()) != (before.dev(), before.ino()) {
+            return Err(ServiceError::invalid_args(format!("'{shown}' changed while it was opened; try again")));
+        }
         Self::check(file, max_bytes)
     }
 
     fn check(file: File, max_bytes: u64) -> Result<Self, ServiceError> {
         let meta = file.metadata().map_err(|e| ServiceError::invalid_args(format!("cannot stat the file: {e}")))?;
-        let ft = meta.file_type();
-        if !ft.is_file() {
-            let what = if ft.is_fifo() {
-                "a pipe"
-            } else if ft.is_socket() {
-                "a socket"
-            } else if ft.is_dir() {
-                "a directory"
-            } else if ft.is_char_device() || ft.is_block_device() {
-                "a device"
-            } else {
-                "not a regular file"
-            };
-            return Err(ServiceError::invalid_args(format!(
-                "the document must be a regular file (or a memfd), not {what}"
-            )));
+        if !meta.file_type().is_file() {
+            return Err(not_regular(meta.file_type()));
         }
         if meta.len() > max_bytes {
             return Err(too_large(meta.len(), max_bytes));
@@ -99,6 +105,34 @@ impl DocumentFile {
         }
         Ok(buf)
     }
+}
+
+/// A path that cannot be opened: not found and permission denied say so.
+fn open_error(path: &str, e: &std::io::Error) -> ServiceError {
+    let why = match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".to_string(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
+        _ if e.raw_os_error() == Some(libc::ELOOP) => "it is a symbolic link".to_string(),
+        _ => e.to_string(),
+    };
+    ServiceError::invalid_args(format!("cannot open '{path}': {why}"))
+}
+
+fn not_regular(ft: std::fs::FileType) -> ServiceError {
+    let what = if ft.is_fifo() {
+        "a pipe"
+    } else if ft.is_socket() {
+        "a socket"
+    } else if ft.is_dir() {
+        "a directory"
+    } else if ft.is_char_device() || ft.is_block_device() {
+        "a device"
+    } else if ft.is_symlink() {
+        "a symbolic link"
+    } else {
+        "another kind of file (an eventfd, a timer, an anonymous inode)"
+    };
+    ServiceError::invalid_args(format!("the document must be a regular file (or a memfd), not {what}"))
 }
 
 fn too_large(size: u64, max: u64) -> ServiceError {
@@ -136,6 +170,32 @@ mod tests {
         assert_eq!(e.kind, ErrorKind::InvalidArgs);
         let e = DocumentFile::open_path(Path::new("/"), 100).unwrap_err();
         assert!(e.message.contains("directory"), "{}", e.message);
+    }
+
+    #[test]
+    fn o_path_eventfd_symlinks_and_devices_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x.pdf");
+        std::fs::write(&p, b"%PDF").unwrap();
+        let f = File::options().read(true).custom_flags(libc::O_PATH).open(&p).unwrap();
+        let e = DocumentFile::from_fd(OwnedFd::from(f), 100).unwrap_err();
+        assert!(e.message.contains("O_PATH"), "{}", e.message);
+        // SAFETY: eventfd creates a new descriptor, owned right away.
+        let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        assert!(efd >= 0);
+        let efd = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(efd) };
+        let e = DocumentFile::from_fd(efd, 100).unwrap_err();
+        assert!(!e.message.contains("not not"), "{}", e.message);
+        assert!(e.message.contains("eventfd"), "{}", e.message);
+        let link = dir.path().join("link.pdf");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        let e = DocumentFile::open_path(&link, 100).unwrap_err();
+        assert!(e.message.contains("symbolic link"), "{}", e.message);
+        let e = DocumentFile::open_path(Path::new("/dev/null"), 100).unwrap_err();
+        assert!(e.message.contains("device"), "{}", e.message);
+        let e = DocumentFile::open_path(&dir.path().join("missing.pdf"), 100).unwrap_err();
+        assert!(e.message.contains("no such file"), "{}", e.message);
+        assert!(DocumentFile::open_path(&p, 100).is_ok());
     }
 
     #[test]

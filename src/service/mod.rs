@@ -1,18 +1,24 @@
 //! The D-Bus service `seqgptd`: `org.seqgpt.Summarizer1` on the session, system or a private
 //! bus. docs/DBUS.md is the API reference.
 //!
-//! Modules: [`summarizer`] (the service object), [`jobs`] (job objects and the task that runs
-//! each), [`core`] (shared state, limits, access checks), [`options`] (the `a{sv}` options),
-//! [`input`] (reading client files safely), [`errors`] (the D-Bus error names).
+//! Modules: [`summarizer`] (the service object), [`jobs`] (a job's state), [`job_object`]
+//! (its objects on the bus), [`job_task`] (the task that runs it), [`core`] (shared state,
+//! limits, access checks), [`options`] (the `a{sv}` options), [`input`] (reading client files
+//! safely), [`errors`] (the D-Bus error names), [`bus_string`] (the one string type that goes
+//! on the bus), [`introspection`] (what the service object shows of itself).
 //!
 //! Start-up: config -> model (a missing or broken model file leaves the extractive
 //! summarizer) -> summary cache -> the bus name -> ready (`READY=1` under systemd). SIGTERM or SIGINT: stop taking
 //! requests, release the name, end every unfinished job with
 //! `org.seqgpt.Summarizer1.Error.ShuttingDown`, stop the engine, exit 0.
 
+pub mod bus_string;
 pub mod core;
 pub mod errors;
 pub mod input;
+pub mod introspection;
+pub mod job_object;
+pub mod job_task;
 pub mod jobs;
 pub mod options;
 pub mod summarizer;
@@ -244,10 +250,21 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
 
     let conn = connection_builder(&opts.bus)?
         .serve_at(SERVICE_PATH, summarizer::Summarizer { core: core.clone() })?
-        .name(SERVICE_NAME)?
         .build()
         .await
-        .with_context(|| format!("connecting to the {} bus and owning {SERVICE_NAME}", opts.bus.kind().as_str()))?;
+        .with_context(|| format!("connecting to the {} bus", opts.bus.kind().as_str()))?;
+    introspection::install(&conn).await.context("setting up the service object")?;
+    // Without replacement, and without queueing: a second daemon must not take the name
+    // from a running one (nor wait for it), but say so and exit.
+    let flags = zbus::fdo::RequestNameFlags::DoNotQueue.into();
+    match conn.request_name_with_flags(SERVICE_NAME, flags).await {
+        Ok(_) => {}
+        Err(zbus::Error::NameTaken) => bail!(
+            "{SERVICE_NAME} is already owned on the {} bus: another seqgptd is running there (this one exits)",
+            opts.bus.kind().as_str()
+        ),
+        Err(e) => return Err(e).with_context(|| format!("owning {SERVICE_NAME} on the {} bus", opts.bus.kind().as_str())),
+    }
     tracing::info!("serving {SERVICE_NAME} on the {} bus as {}", opts.bus.kind().as_str(), conn.unique_name().map_or("?".into(), |n| n.to_string()));
 
     // Clients that leave the bus lose their (non-detached) jobs.

@@ -49,29 +49,29 @@ pub fn parse(options: &HashMap<String, OwnedValue>) -> Result<RequestOptions, Se
             }
             "length" => {
                 let s = string(key, value)?;
-                out.summary.length =
-                    Length::parse(s).ok_or_else(|| ServiceError::invalid_args(format!("length '{s}': expected short, medium or long")))?;
+                out.summary.length = Length::parse(s)
+                    .ok_or_else(|| ServiceError::invalid_args(format!("length '{}': expected short, medium or long", echo(s))))?;
             }
             "language" => {
                 let s = string(key, value)?;
-                out.summary.language =
-                    Language::parse(s).ok_or_else(|| ServiceError::invalid_args(format!("language '{s}': expected auto, en or zh")))?;
+                out.summary.language = Language::parse(s)
+                    .ok_or_else(|| ServiceError::invalid_args(format!("language '{}': expected auto, en or zh", echo(s))))?;
             }
             "style" => {
                 let s = string(key, value)?;
-                out.summary.style =
-                    Style::parse(s).ok_or_else(|| ServiceError::invalid_args(format!("style '{s}': expected paragraph or bullets")))?;
+                out.summary.style = Style::parse(s)
+                    .ok_or_else(|| ServiceError::invalid_args(format!("style '{}': expected paragraph or bullets", echo(s))))?;
             }
             "password" => out.summary.password = Some(string(key, value)?.to_string()),
             "method" => {
                 let s = string(key, value)?;
                 out.summary.method = MethodChoice::parse(s)
-                    .ok_or_else(|| ServiceError::invalid_args(format!("method '{s}': expected auto, model or extractive")))?;
+                    .ok_or_else(|| ServiceError::invalid_args(format!("method '{}': expected auto, model or extractive", echo(s))))?;
             }
             "no_cache" => out.summary.no_cache = boolean(key, value)?,
             "detach" => out.detach = boolean(key, value)?,
             other => {
-                return Err(ServiceError::invalid_args(format!("unknown option '{other}' (known: {})", KEYS.join(", "))));
+                return Err(ServiceError::invalid_args(format!("unknown option '{}' (known: {})", echo(other), KEYS.join(", "))));
             }
         }
     }
@@ -80,7 +80,7 @@ pub fn parse(options: &HashMap<String, OwnedValue>) -> Result<RequestOptions, Se
 
 /// "7", "2-5" (also "2..5", "2–5") or "3-" (to the end) as a 1-based inclusive range.
 pub fn parse_pages(s: &str) -> Result<std::ops::RangeInclusive<u32>, ServiceError> {
-    let bad = || ServiceError::invalid_args(format!("pages '{s}': expected N, A-B with 1 <= A <= B, or A-"));
+    let bad = || ServiceError::invalid_args(format!("pages '{}': expected N, A-B with 1 <= A <= B, or A-", echo(s)));
     let s = s.trim();
     let (a, b) = match s.split_once(['-', '–']).or_else(|| s.split_once("..")) {
         Some((a, b)) => (a.trim(), b.trim()),
@@ -92,6 +92,15 @@ pub fn parse_pages(s: &str) -> Result<std::ops::RangeInclusive<u32>, ServiceErro
         return Err(bad());
     }
     Ok(a..=b)
+}
+
+/// A client's value as quoted in an error message: at most 40 characters of it.
+fn echo(s: &str) -> String {
+    const MAX: usize = 40;
+    match s.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
 }
 
 fn unwrap_variant<'a>(v: &'a Value<'a>) -> &'a Value<'a> {
@@ -165,5 +174,9 @@ mod tests {
             let e = parse(&bad).unwrap_err();
             assert_eq!(e.name(), "org.freedesktop.DBus.Error.InvalidArgs", "{e}");
         }
+        // A huge bad value is not echoed whole.
+        let huge = "9".repeat(1 << 20);
+        let e = parse(&opts(&[("pages", Value::from(huge))])).unwrap_err();
+        assert!(e.message.len() < 200, "{}", e.message.len());
     }
 }

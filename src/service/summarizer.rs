@@ -1,10 +1,13 @@
 //! The service object `/org/seqgpt/Summarizer1`, interface `org.seqgpt.Summarizer1`.
 
-use super::core::{BusKind, Core};
+use super::bus_string::BusString;
+use super::core::{BusKind, Core, Slot};
 use super::errors::{ErrorKind, ServiceError};
 use super::input::DocumentFile;
-use super::jobs::{self, dbus_string, Source};
+use super::job_task::{self, Requester};
+use super::jobs::Source;
 use super::options;
+use crate::summarize::Cancel;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -38,19 +41,28 @@ impl Summarizer {
         Ok(())
     }
 
-    /// Runs a short model call (Classify, Extract) under the job limits, ending it with
-    /// ShuttingDown when the daemon stops.
-    async fn model_call<T>(
-        &self,
-        hdr: &Header<'_>,
-        call: impl std::future::Future<Output = Result<T, crate::summarize::SummaryError>>,
-    ) -> Result<T, ServiceError> {
+    /// The caller and a place for its request under the limits (per connection, or per
+    /// Unix user on the system bus).
+    async fn admit(&self, conn: &Connection, hdr: &Header<'_>) -> Result<(Requester, Slot), ServiceError> {
         let owner = caller(hdr)?;
-        let slot = self.core.admit(&owner)?;
+        let (client, uid) = self.core.client(conn, owner.inner()).await?;
+        let slot = self.core.admit(&client)?;
+        Ok((Requester { owner, uid }, slot))
+    }
+
+    /// Runs a short model call (Classify, Extract) under the job limits, ending it with
+    /// ShuttingDown when the daemon stops; its blocking work stops too.
+    async fn model_call<T, F>(&self, conn: &Connection, hdr: &Header<'_>, call: impl FnOnce(Cancel) -> F) -> Result<T, ServiceError>
+    where
+        F: std::future::Future<Output = Result<T, crate::summarize::SummaryError>>,
+    {
+        let (_, slot) = self.admit(conn, hdr).await?;
+        let cancel = Cancel::new();
         let result = tokio::select! {
-            r = call => r.map_err(ServiceError::from),
+            r = call(cancel.clone()) => r.map_err(ServiceError::from),
             _ = self.core.stopping() => Err(ServiceError::new(ErrorKind::ShuttingDown, "the daemon is shutting down")),
         };
+        cancel.cancel();
         self.core.release(slot);
         result
     }
@@ -76,9 +88,8 @@ impl Summarizer {
     ) -> Result<OwnedObjectPath, ServiceError> {
         let opts = options::parse(&options)?;
         let file = DocumentFile::from_fd(std::os::fd::OwnedFd::from(fd), self.core.limits.max_pdf_bytes)?;
-        let owner = caller(&hdr)?;
-        let slot = self.core.admit(&owner)?;
-        jobs::start(&self.core, conn, owner, slot, Source::Pdf(file), opts.summary, opts.detach).await
+        let (who, slot) = self.admit(conn, &hdr).await?;
+        job_task::start(&self.core, conn, who, slot, Source::Pdf(file), opts.summary, opts.detach).await
     }
 
     /// Summarize the PDF at an absolute `path`, opened by the daemon. Session bus only: on
@@ -97,9 +108,8 @@ impl Summarizer {
         }
         let opts = options::parse(&options)?;
         let file = DocumentFile::open_path(std::path::Path::new(&path), self.core.limits.max_pdf_bytes)?;
-        let owner = caller(&hdr)?;
-        let slot = self.core.admit(&owner)?;
-        jobs::start(&self.core, conn, owner, slot, Source::Pdf(file), opts.summary, opts.detach).await
+        let (who, slot) = self.admit(conn, &hdr).await?;
+        job_task::start(&self.core, conn, who, slot, Source::Pdf(file), opts.summary, opts.detach).await
     }
 
     /// Summarize a UTF-8 text (form feeds separate pages). Options as for SummarizeFd, but
@@ -116,9 +126,8 @@ impl Summarizer {
             return Err(ServiceError::invalid_args("the password option applies to PDFs only"));
         }
         self.check_text(&text)?;
-        let owner = caller(&hdr)?;
-        let slot = self.core.admit(&owner)?;
-        jobs::start(&self.core, conn, owner, slot, Source::Text(text), opts.summary, opts.detach).await
+        let (who, slot) = self.admit(conn, &hdr).await?;
+        job_task::start(&self.core, conn, who, slot, Source::Text(text), opts.summary, opts.detach).await
     }
 
     /// SeqGPT classification: which of `labels` apply to `text`. Returns the labels the
@@ -127,13 +136,15 @@ impl Summarizer {
     async fn classify(
         &self,
         #[zbus(header)] hdr: Header<'_>,
+        #[zbus(connection)] conn: &Connection,
         text: String,
         labels: Vec<String>,
-    ) -> Result<(Vec<String>, String), ServiceError> {
+    ) -> Result<(Vec<BusString>, BusString), ServiceError> {
         self.check_text(&text)?;
         let pipeline = self.core.pipeline.clone();
-        let (labels, raw) = self.model_call(&hdr, async move { pipeline.classify(&text, &labels).await }).await?;
-        Ok((labels, dbus_string(&raw).into_owned()))
+        let (labels, raw) =
+            self.model_call(conn, &hdr, |cancel| async move { pipeline.classify(&text, &labels, &cancel).await }).await?;
+        Ok((labels.iter().map(|l| BusString::message(l)).collect(), BusString::text(&raw)))
     }
 
     /// SeqGPT extraction: the spans of `text` of each kind in `kinds` (e.g. "person",
@@ -142,44 +153,49 @@ impl Summarizer {
     async fn extract(
         &self,
         #[zbus(header)] hdr: Header<'_>,
+        #[zbus(connection)] conn: &Connection,
         text: String,
         kinds: Vec<String>,
-    ) -> Result<(HashMap<String, Vec<String>>, String), ServiceError> {
+    ) -> Result<(HashMap<BusString, Vec<BusString>>, BusString), ServiceError> {
         self.check_text(&text)?;
         let pipeline = self.core.pipeline.clone();
-        let (spans, raw) = self.model_call(&hdr, async move { pipeline.extract(&text, &kinds).await }).await?;
-        let spans = spans.into_iter().map(|(k, v)| (k, v.iter().map(|s| dbus_string(s).into_owned()).collect())).collect();
-        Ok((spans, dbus_string(&raw).into_owned()))
+        let (spans, raw) =
+            self.model_call(conn, &hdr, |cancel| async move { pipeline.extract(&text, &kinds, &cancel).await }).await?;
+        let spans = spans
+            .into_iter()
+            .map(|(k, v)| (BusString::message(&k), v.iter().map(|s| BusString::message(s)).collect()))
+            .collect();
+        Ok((spans, BusString::text(&raw)))
     }
 
     /// The daemon's version.
     #[zbus(property(emits_changed_signal = "const"))]
-    fn version(&self) -> String {
-        env!("CARGO_PKG_VERSION").to_string()
+    fn version(&self) -> BusString {
+        BusString::message(env!("CARGO_PKG_VERSION"))
     }
 
     /// The loaded model's name (general.name), or "" when summaries are extractive only.
     #[zbus(property(emits_changed_signal = "const"))]
-    fn model(&self) -> String {
-        self.core.pipeline.model().map_or(String::new(), |m| dbus_string(&m.generator.info().name).into_owned())
+    fn model(&self) -> BusString {
+        self.core.pipeline.model().map_or_else(BusString::default, |m| BusString::message(&m.generator.info().name))
     }
 
     /// Where the model runs: cpu or cuda:N ("cpu" for the extractive summarizer).
     #[zbus(property(emits_changed_signal = "const"))]
-    fn device(&self) -> String {
-        self.core.device.clone()
+    fn device(&self) -> BusString {
+        BusString::message(&self.core.device)
     }
 
     /// The method a summary gets by default: model, or extractive when no model is loaded.
     #[zbus(property(emits_changed_signal = "const"))]
-    fn default_method(&self) -> String {
-        if self.core.pipeline.model().is_some() { "model" } else { "extractive" }.to_string()
+    fn default_method(&self) -> BusString {
+        BusString::message(if self.core.pipeline.model().is_some() { "model" } else { "extractive" })
     }
 
     /// The summary template in use (see docs/SUMMARIZE.md), "" without a model.
     #[zbus(property(emits_changed_signal = "const"))]
-    fn template(&self) -> String {
-        self.core.pipeline.model().map_or(String::new(), |m| m.template_name.clone())
+    fn template(&self) -> BusString {
+        self.core.pipeline.model().map_or_else(BusString::default, |m| BusString::message(&m.template_name))
     }
 
     /// Unfinished jobs (queued or running), which count against the limit past which calls
@@ -218,7 +234,8 @@ impl Summarizer {
         put("rss_bytes", Value::from(crate::sysinfo::rss_bytes()));
         put("peak_rss_bytes", Value::from(crate::sysinfo::peak_rss_bytes()));
         put("uptime_s", Value::from(self.core.uptime_s()));
-        put("bus", Value::from(self.core.bus.as_str()));
+        put("retained_bytes", Value::from(self.core.retained_bytes() as u64));
+        put("bus", BusString::message(self.core.bus.as_str()).into());
         d
     }
 }

@@ -9,6 +9,10 @@
 //!
 //! Requests that carry a password are neither looked up nor stored: a key derived from an
 //! encrypted document's bytes would let someone without the password read its summary.
+//!
+//! Reading trusts nothing in the directory: an entry is opened without following a symbolic
+//! link and without waiting on a FIFO, must be a regular file of at most [`MAX_ENTRY_BYTES`],
+//! and must parse into strings without NUL; anything else is removed and counts as a miss.
 
 use super::{Length, Method, Style, Summary, SummaryStats};
 use serde::{Deserialize, Serialize};
@@ -20,6 +24,9 @@ use std::sync::Mutex;
 
 /// Bumped whenever the pipeline's output for the same input may change.
 const FORMAT: &str = "v1";
+
+/// Largest entry file read (a summary is bounded by its length option: a few KiB).
+pub const MAX_ENTRY_BYTES: u64 = 1 << 20;
 
 /// The SHA-256 of some input, as lowercase hex.
 pub fn content_hash(bytes: &[u8]) -> String {
@@ -99,22 +106,21 @@ impl SummaryCache {
         self.dir.join(&digest[..2]).join(format!("{digest}.json"))
     }
 
-    /// The cached summary for `key`, if any (a damaged entry is deleted and misses).
+    /// The cached summary for `key`, if any (a damaged or suspicious entry is deleted and
+    /// misses).
     pub fn get(&self, key: &CacheKey) -> Option<Summary> {
         let path = self.path_of(&key.digest());
-        let bytes = std::fs::read(&path).ok()?;
-        match serde_json::from_slice::<Entry>(&bytes) {
-            Ok(e) if e.format == FORMAT => {
+        match read_entry(&path) {
+            Ok(None) => None,
+            Ok(Some((e, file))) => {
                 // Refresh for LRU pruning; failure only makes the entry look older.
-                if let Ok(f) = std::fs::File::options().write(true).open(&path) {
-                    let _ = f.set_modified(std::time::SystemTime::now());
-                }
+                let _ = file.set_modified(std::time::SystemTime::now());
                 let mut stats = e.stats;
                 stats.cached = true;
                 Some(Summary { text: e.text, method: e.method, stats })
             }
-            _ => {
-                tracing::warn!("removing damaged cache entry {}", path.display());
+            Err(why) => {
+                tracing::warn!("removing cache entry {}: {why}", path.display());
                 let _ = std::fs::remove_file(&path);
                 None
             }
@@ -188,6 +194,47 @@ impl SummaryCache {
             let _ = std::fs::remove_file(p);
         }
     }
+}
+
+/// Reads the entry at `path`: `Ok(None)` when there is none, `Err(why)` when what is there
+/// must go.
+fn read_entry(path: &Path) -> Result<Option<(Entry, std::fs::File)>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match std::fs::File::options()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(path)
+    {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => return Err("a symbolic link".into()),
+        Err(e) => return Err(format!("cannot open it: {e}")),
+    };
+    let meta = file.metadata().map_err(|e| format!("cannot stat it: {e}"))?;
+    if !meta.file_type().is_file() {
+        return Err("not a regular file".into());
+    }
+    if meta.len() > MAX_ENTRY_BYTES {
+        return Err(format!("{} bytes, more than an entry can have", meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    (&file).take(MAX_ENTRY_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read it: {e}"))?;
+    if bytes.len() as u64 > MAX_ENTRY_BYTES {
+        return Err("it grew past the size an entry can have".into());
+    }
+    let entry: Entry = serde_json::from_slice(&bytes).map_err(|e| format!("damaged: {e}"))?;
+    if entry.format != FORMAT {
+        return Err(format!("format '{}', not {FORMAT}", entry.format.escape_debug()));
+    }
+    let s = &entry.stats;
+    let strings = [entry.text.as_str(), &s.model, &s.template, &s.fallback].into_iter().chain(s.warnings.iter().map(String::as_str));
+    for t in strings {
+        if t.contains('\0') {
+            return Err("a string with a NUL character".into());
+        }
+    }
+    Ok(Some((entry, file)))
 }
 
 fn unique() -> u64 {
@@ -270,6 +317,36 @@ mod tests {
         cache.put(&k, &summary("x")).unwrap();
         let path = cache.path_of(&k.digest());
         std::fs::write(&path, b"{ not json").unwrap();
+        assert!(cache.get(&k).is_none());
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn hostile_entries_are_removed_and_miss() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = SummaryCache::open(dir.path(), 100).unwrap();
+        let k = key("doc", Length::Short);
+        let path = cache.path_of(&k.digest());
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        // A FIFO: opened without blocking, refused, removed.
+        let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        assert!(cache.get(&k).is_none());
+        assert!(std::fs::symlink_metadata(&path).is_err(), "the FIFO was removed");
+        // A symbolic link to an endless file: not followed, removed.
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        assert!(cache.get(&k).is_none());
+        assert!(std::fs::symlink_metadata(&path).is_err(), "the link was removed");
+        // Too large.
+        std::fs::write(&path, vec![b' '; MAX_ENTRY_BYTES as usize + 1]).unwrap();
+        assert!(cache.get(&k).is_none());
+        assert!(!path.exists());
+        // A NUL in a stat string (valid JSON: an escaped NUL).
+        cache.put(&k, &summary("fine")).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap().replace("\"model\":\"\"", "\"model\":\"a\\u0000b\"");
+        assert!(text.contains("u0000"), "{text}");
+        std::fs::write(&path, text).unwrap();
         assert!(cache.get(&k).is_none());
         assert!(!path.exists());
     }

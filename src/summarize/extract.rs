@@ -1,7 +1,7 @@
 //! The pipeline's first step for PDFs: the extractor (`crate::pdf`), its limits, and its
 //! errors as summary errors (which the daemon maps to its D-Bus error names).
 
-use super::{SummaryError, SummaryOptions};
+use super::{Cancel, SummaryError, SummaryOptions};
 use crate::pdf::{self, ExtractOptions, Limits, PdfError};
 
 /// The pages of a PDF, as the cleaner takes them.
@@ -16,8 +16,9 @@ pub struct ExtractedPages {
 }
 
 /// Extracts the pages `opts.pages` of `bytes` (decrypting with `opts.password`), within
-/// `limits`. CPU-bound: run it on a blocking thread.
-pub fn extract_pages(bytes: &[u8], opts: &SummaryOptions, limits: &Limits) -> Result<ExtractedPages, SummaryError> {
+/// `limits`, stopping between pages once `cancel` is set. CPU-bound: run it on a blocking
+/// thread.
+pub fn extract_pages(bytes: &[u8], opts: &SummaryOptions, limits: &Limits, cancel: &Cancel) -> Result<ExtractedPages, SummaryError> {
     if bytes.len() > limits.max_file_bytes {
         return Err(SummaryError::TooLarge(format!(
             "the PDF has {} bytes; the limit is {}",
@@ -25,7 +26,12 @@ pub fn extract_pages(bytes: &[u8], opts: &SummaryOptions, limits: &Limits) -> Re
             limits.max_file_bytes
         )));
     }
-    let eo = ExtractOptions { pages: opts.pages.clone(), password: opts.password.clone(), limits: limits.clone() };
+    let eo = ExtractOptions {
+        pages: opts.pages.clone(),
+        password: opts.password.clone(),
+        limits: limits.clone(),
+        cancel: Some(cancel.flag()),
+    };
     let doc = pdf::extract_text(bytes, &eo).map_err(map_error)?;
     let mut warnings = doc.warnings.clone();
     let without = doc.pages_without_text();
@@ -54,6 +60,7 @@ pub fn map_error(e: PdfError) -> SummaryError {
         PdfError::NoTextLayer => SummaryError::NoText(message),
         PdfError::TooLarge(_) => SummaryError::TooLarge(message),
         PdfError::InvalidPageRange(_) => SummaryError::InvalidArgs(message),
+        PdfError::Cancelled => SummaryError::Cancelled,
     }
 }
 
@@ -75,7 +82,7 @@ mod tests {
     #[test]
     fn size_cap_before_parsing() {
         let limits = Limits { max_file_bytes: 10, ..Limits::default() };
-        let e = extract_pages(b"%PDF-1.4 0123456789", &SummaryOptions::default(), &limits).unwrap_err();
+        let e = extract_pages(b"%PDF-1.4 0123456789", &SummaryOptions::default(), &limits, &Cancel::new()).unwrap_err();
         assert!(matches!(e, SummaryError::TooLarge(_)), "{e:?}");
     }
 }

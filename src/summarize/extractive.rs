@@ -16,7 +16,7 @@
 
 use super::clean::Paragraph;
 use super::text::{is_cjk, split_sentences, terms, weighted_len};
-use super::{Length, Style};
+use super::{Cancel, Length, Style, SummaryError};
 use std::collections::HashMap;
 
 /// A sentence of the document.
@@ -90,26 +90,36 @@ const DUPLICATE_SIMILARITY: f64 = 0.65;
 const REDUNDANCY_WEIGHT: f64 = 0.5;
 
 impl Ranker {
-    pub fn new(sentences: Vec<Sentence>) -> Self {
+    /// Ranks `sentences`; `Cancelled` once `cancel` is set (checked every few sentences).
+    pub fn new(sentences: Vec<Sentence>, cancel: &Cancel) -> Result<Self, SummaryError> {
         // Term ids in first-seen order keep every sum in a fixed order (determinism).
         let mut ids: HashMap<String, u32> = HashMap::new();
         let mut counts: Vec<Vec<(u32, u32)>> = Vec::with_capacity(sentences.len());
         let mut term_counts = Vec::with_capacity(sentences.len());
-        for s in &sentences {
+        for (n, s) in sentences.iter().enumerate() {
+            if n % 1024 == 0 {
+                cancel.check()?;
+            }
             let ts = terms(&s.text);
             term_counts.push(ts.len());
+            let mut term_ids: Vec<u32> = ts
+                .into_iter()
+                .map(|t| {
+                    let next = ids.len() as u32;
+                    *ids.entry(t).or_insert(next)
+                })
+                .collect();
+            term_ids.sort_unstable();
             let mut tf: Vec<(u32, u32)> = Vec::new();
-            for t in ts {
-                let next = ids.len() as u32;
-                let id = *ids.entry(t).or_insert(next);
-                match tf.iter_mut().find(|(i, _)| *i == id) {
-                    Some((_, c)) => *c += 1,
-                    None => tf.push((id, 1)),
+            for id in term_ids {
+                match tf.last_mut() {
+                    Some((last, c)) if *last == id => *c += 1,
+                    _ => tf.push((id, 1)),
                 }
             }
-            tf.sort_unstable_by_key(|(i, _)| *i);
             counts.push(tf);
         }
+        cancel.check()?;
         let vocab = ids.len();
         let n = sentences.len() as f64;
         let mut df = vec![0u32; vocab];
@@ -155,7 +165,7 @@ impl Ranker {
                 centrality * lead * topic * size
             })
             .collect();
-        Ranker { sentences, vectors, term_counts, scores }
+        Ok(Ranker { sentences, vectors, term_counts, scores })
     }
 
     /// Cosine similarity of sentences `a` and `b`.
@@ -221,9 +231,16 @@ impl Ranker {
         chosen
     }
 
-    /// The text of sentences `chosen` (document order) in `style`.
-    pub fn render(&self, chosen: &[usize], style: Style) -> String {
-        render_sentences(chosen.iter().map(|&i| self.sentences[i].text.as_str()), style)
+    /// The text of sentences `chosen` (document order) in `style`. A sentence longer than the
+    /// whole budget (a text without sentence breaks) is cut at a word boundary with "…":
+    /// a summary is bounded by its length, never by its input.
+    pub fn render(&self, chosen: &[usize], style: Style, budget: f64) -> String {
+        let mut cut: Vec<std::borrow::Cow<'_, str>> = Vec::with_capacity(chosen.len());
+        for &i in chosen {
+            let text = self.sentences[i].text.as_str();
+            cut.push(if weighted_len(text) > budget { std::borrow::Cow::Owned(cut_to(text, budget)) } else { text.into() });
+        }
+        render_sentences(cut.iter().map(|s| s.as_ref()), style)
     }
 }
 
@@ -264,10 +281,30 @@ pub struct Extract {
 
 /// An extractive summary of `paragraphs`.
 pub fn summarize(paragraphs: &[Paragraph], length: Length, style: Style) -> Extract {
-    let ranker = Ranker::new(sentences_of(paragraphs));
+    let ranker = Ranker::new(sentences_of(paragraphs), &Cancel::new()).expect("never cancelled");
     let target = Target::for_length(length, ranker.sentences.len());
     let chosen = ranker.select(target, |_| true);
-    Extract { text: ranker.render(&chosen, style), sentences: ranker.sentences.len(), chosen }
+    Extract { text: ranker.render(&chosen, style, target.budget), sentences: ranker.sentences.len(), chosen }
+}
+
+/// The longest prefix of `text` within `budget` (weighted length), ended at a word boundary
+/// (or between CJK characters), with "…".
+fn cut_to(text: &str, budget: f64) -> String {
+    let mut used = 0.0;
+    let mut end = 0;
+    let mut last_break = 0;
+    for (i, c) in text.char_indices() {
+        used += weighted_len(c.encode_utf8(&mut [0; 4]));
+        if used > budget - 1.0 {
+            break;
+        }
+        if c.is_whitespace() || is_cjk(c) {
+            last_break = if c.is_whitespace() { i } else { i + c.len_utf8() };
+        }
+        end = i + c.len_utf8();
+    }
+    let at = if last_break > 0 { last_break } else { end };
+    format!("{}…", text[..at].trim_end())
 }
 
 #[cfg(test)]

@@ -25,6 +25,42 @@ pub use pipeline::{Input, Observer, Pipeline, PipelineSettings, Stage};
 
 use serde::{Deserialize, Serialize};
 use std::ops::RangeInclusive;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// Asks a summary's work to stop. The pipeline checks it between stages and inside long
+/// loops, including on the blocking threads that outlive a dropped future; the PDF extractor
+/// checks it between pages.
+#[derive(Debug, Clone, Default)]
+pub struct Cancel(Arc<AtomicBool>);
+
+impl Cancel {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// `Err(Cancelled)` once cancelled.
+    pub fn check(&self) -> Result<(), SummaryError> {
+        if self.is_cancelled() {
+            Err(SummaryError::Cancelled)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// The flag itself, for code below this module (the PDF extractor).
+    pub fn flag(&self) -> Arc<AtomicBool> {
+        self.0.clone()
+    }
+}
 
 /// How long a summary should be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]

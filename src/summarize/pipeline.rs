@@ -1,6 +1,11 @@
 //! The pipeline's driver: from an input and options to a [`Summary`], reporting progress and
-//! streamed text to an [`Observer`]. Cancelling is dropping the future: the generation handles
-//! it holds cancel their prompts when dropped.
+//! streamed text to an [`Observer`].
+//!
+//! Every step that costs CPU or disk (hashing, the cache, extraction, cleaning, ranking,
+//! chunking, tokenizing) runs on tokio's blocking threads, at most `cpu_concurrency` at once,
+//! never on the async threads that serve the bus. Cancelling is dropping the future (the
+//! generation handles it holds cancel their prompts when dropped) and setting the [`Cancel`]
+//! flag, which the blocking steps check between stages and inside their long loops.
 
 use super::cache::{content_hash, CacheKey, SummaryCache};
 use super::chunk::{chunk, Chunk};
@@ -13,7 +18,7 @@ use super::prompt::{
     SeqGptTask, Template, TemplateKind, EXTRACT_LABELS_PER_PROMPT,
 };
 use super::text::split_sentences;
-use super::{Language, Method, MethodChoice, Summary, SummaryError, SummaryOptions, SummaryStats};
+use super::{Cancel, Language, Method, MethodChoice, Summary, SummaryError, SummaryOptions, SummaryStats};
 use crate::generate::{GenerationConfig, Sampling};
 use futures_util::stream::{self, StreamExt};
 use std::collections::{BTreeMap, HashMap};
@@ -100,6 +105,9 @@ pub struct PipelineSettings {
     pub pdf_limits: PdfLimits,
     /// PDFs extracted at once (each holds its file and its decoded streams in memory).
     pub extract_concurrency: usize,
+    /// Blocking steps (extraction, cleaning, ranking, chunking, tokenizing, cache I/O) run at
+    /// once, all requests together.
+    pub cpu_concurrency: usize,
 }
 
 impl Default for PipelineSettings {
@@ -109,16 +117,23 @@ impl Default for PipelineSettings {
             busy_retry: Duration::from_millis(25),
             pdf_limits: PdfLimits::default(),
             extract_concurrency: 2,
+            cpu_concurrency: std::thread::available_parallelism().map_or(2, |n| n.get()),
         }
     }
 }
 
 pub struct Pipeline {
     model: Option<ModelSetup>,
-    cache: Option<SummaryCache>,
+    cache: Option<Arc<SummaryCache>>,
     settings: PipelineSettings,
     extract_permits: Arc<Semaphore>,
+    cpu_permits: Arc<Semaphore>,
 }
+
+/// Most bytes of text per token a model prompt may hold before it is worth tokenizing: a
+/// text longer than the context times this cannot fit, whatever the tokenizer makes of it
+/// (BLOOM's tokens average about 4 bytes of English).
+pub const MAX_BYTES_PER_TOKEN: usize = 16;
 
 /// The cleaned document.
 struct Document {
@@ -128,6 +143,8 @@ struct Document {
     input_chars: u64,
     clean: CleanStats,
     warnings: Vec<String>,
+    /// Detected from the text (used when the request says `auto`).
+    language: Language,
 }
 
 impl Pipeline {
@@ -136,7 +153,28 @@ impl Pipeline {
             tracing::info!("summary template '{}': {}", m.template_name, m.reason);
         }
         let extract_permits = Arc::new(Semaphore::new(settings.extract_concurrency.max(1)));
-        Pipeline { model, cache, settings, extract_permits }
+        let cpu_permits = Arc::new(Semaphore::new(settings.cpu_concurrency.max(1)));
+        Pipeline { model, cache: cache.map(Arc::new), settings, extract_permits, cpu_permits }
+    }
+
+    /// Runs `work` on a blocking thread once one of the `cpu_concurrency` places is free;
+    /// `Cancelled` without running it when `cancel` is already set. The place is held until
+    /// `work` returns, also when the caller has stopped waiting (a cancelled job).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        cancel: &Cancel,
+        work: impl FnOnce(&Cancel) -> Result<T, SummaryError> + Send + 'static,
+    ) -> Result<T, SummaryError> {
+        cancel.check()?;
+        let permit = self.cpu_permits.clone().acquire_owned().await.expect("the semaphore is never closed");
+        let cancel = cancel.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            cancel.check()?;
+            work(&cancel)
+        })
+        .await
+        .map_err(|e| SummaryError::Internal(format!("a summary step failed: {e}")))?
     }
 
     /// Waits for a place among the PDF extractions allowed at once.
@@ -153,7 +191,7 @@ impl Pipeline {
     }
 
     pub fn cache(&self) -> Option<&SummaryCache> {
-        self.cache.as_ref()
+        self.cache.as_deref()
     }
 
     /// Whether a request may use the cache (not with a password or no_cache, and only when a
@@ -196,29 +234,37 @@ impl Pipeline {
     }
 
     /// Summarizes `input`. The cache is consulted first and written after a deterministic
-    /// result.
-    pub async fn summarize(&self, input: Input, opts: &SummaryOptions, obs: &mut dyn Observer) -> Result<Summary, SummaryError> {
+    /// result. `cancel` stops the work (also the blocking steps left running when the future
+    /// is dropped): the result is then `Cancelled`.
+    pub async fn summarize(
+        &self,
+        input: Input,
+        opts: &SummaryOptions,
+        obs: &mut dyn Observer,
+        cancel: &Cancel,
+    ) -> Result<Summary, SummaryError> {
         let started = Instant::now();
         let model = self.chosen_model(opts)?;
-        let (input, key) = match input {
-            Input::Text(t) if self.cacheable(opts) => {
-                let key = self.cache_key(content_hash(t.as_bytes()), "text", opts);
-                (Input::Text(t), key)
-            }
-            Input::Pdf { bytes, permit } if self.cacheable(opts) => {
-                // Hashing up to max_pdf_bytes takes a while: not on the async threads.
-                let (bytes, hash) = tokio::task::spawn_blocking(move || {
-                    let h = content_hash(&bytes);
-                    (bytes, h)
+        let (input, key) = if self.cacheable(opts) {
+            // Hashing up to max_pdf_bytes takes a while.
+            let (input, hash) = self
+                .blocking(cancel, move |_| {
+                    let h = match &input {
+                        Input::Text(t) => content_hash(t.as_bytes()),
+                        Input::Pdf { bytes, .. } => content_hash(bytes),
+                    };
+                    Ok((input, h))
                 })
-                .await
-                .map_err(|e| SummaryError::Internal(format!("hashing the PDF failed: {e}")))?;
-                (Input::Pdf { bytes, permit }, self.cache_key(hash, "pdf", opts))
-            }
-            other => (other, None),
+                .await?;
+            let kind = if matches!(input, Input::Text(_)) { "text" } else { "pdf" };
+            let key = self.cache_key(hash, kind, opts);
+            (input, key)
+        } else {
+            (input, None)
         };
         if let (Some(k), Some(cache)) = (&key, &self.cache) {
-            if let Some(mut hit) = cache.get(k) {
+            let (k, cache) = (k.clone(), cache.clone());
+            if let Some(mut hit) = self.blocking(cancel, move |_| Ok(cache.get(&k))).await? {
                 hit.stats.elapsed_ms = started.elapsed().as_millis() as u64;
                 obs.partial(0, &hit.text);
                 return Ok(hit);
@@ -235,20 +281,21 @@ impl Pipeline {
                 };
                 let (limits, o) = (self.settings.pdf_limits.clone(), opts.clone());
                 let t0 = Instant::now();
-                let extracted = tokio::task::spawn_blocking(move || {
-                    let r = extract_pages(&bytes, &o, &limits);
-                    drop(permit);
-                    r
-                })
-                .await
-                .map_err(|e| SummaryError::Internal(format!("the PDF extractor failed: {e}")))??;
+                let extracted = self
+                    .blocking(cancel, move |cancel| {
+                        let r = extract_pages(&bytes, &o, &limits, cancel);
+                        drop(permit);
+                        r
+                    })
+                    .await?;
                 extract_ms = t0.elapsed().as_millis() as u64;
                 let n = extracted.pages.len() as u32;
                 obs.progress(Stage::Extract, n, n);
                 Pages::Pdf(extracted)
             }
         };
-        let doc = prepare(pages, opts)?;
+        let o = opts.clone();
+        let doc = Arc::new(self.blocking(cancel, move |cancel| prepare(pages, &o, cancel)).await?);
         let mut stats = SummaryStats {
             page_count: doc.page_count,
             pages: doc.pages,
@@ -261,7 +308,7 @@ impl Pipeline {
             ..SummaryStats::default()
         };
         let language = match opts.language {
-            Language::Auto => detect_language(&doc.paragraphs.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\n")),
+            Language::Auto => doc.language,
             l => l,
         };
         let mut cacheable = true;
@@ -269,58 +316,98 @@ impl Pipeline {
             Some(m) => {
                 stats.model = m.generator.info().name.clone();
                 stats.template = m.template_name.clone();
-                match self.model_summary(m, &doc, opts, language, &mut stats, obs).await {
+                match self.model_summary(m, &doc, opts, language, &mut stats, obs, cancel).await {
                     Ok(ModelOutcome::Summary(text)) => (text, Method::Model),
                     Ok(ModelOutcome::Unusable(reason)) => {
                         tracing::info!("model answer not used: {reason}");
                         stats.fallback = reason;
-                        (extractive(&doc, opts, &mut stats, obs), Method::Extractive)
+                        (self.extractive(&doc, opts, &mut stats, obs, cancel).await?, Method::Extractive)
                     }
                     Err(ModelFailure::Stop(e)) => return Err(e),
-                    Err(ModelFailure::Failed(reason)) => {
+                    Err(ModelFailure::Failed(reason) | ModelFailure::TooLarge(reason)) => {
                         tracing::warn!("model failed, answering with the extractive method: {reason}");
                         stats.fallback = reason;
                         // A transient failure: the next request may well get the model's answer.
                         cacheable = false;
-                        (extractive(&doc, opts, &mut stats, obs), Method::Extractive)
+                        (self.extractive(&doc, opts, &mut stats, obs, cancel).await?, Method::Extractive)
                     }
                 }
             }
-            None => (extractive(&doc, opts, &mut stats, obs), Method::Extractive),
+            None => (self.extractive(&doc, opts, &mut stats, obs, cancel).await?, Method::Extractive),
         };
         stats.elapsed_ms = started.elapsed().as_millis() as u64;
         let summary = Summary { text, method, stats };
-        if let (true, Some(k), Some(cache)) = (cacheable, &key, &self.cache) {
-            if let Err(e) = cache.put(k, &summary) {
-                tracing::warn!("summary cache: cannot store an entry in {}: {e}", cache.dir().display());
+        if let (true, Some(k), Some(cache)) = (cacheable, key, &self.cache) {
+            let (cache, entry) = (cache.clone(), summary.clone());
+            let stored = self.blocking(cancel, move |_| Ok(cache.put(&k, &entry).map_err(|e| (e, cache.dir().to_path_buf())))).await?;
+            if let Err((e, dir)) = stored {
+                tracing::warn!("summary cache: cannot store an entry in {}: {e}", dir.display());
             }
         }
         Ok(summary)
     }
 
+    /// The extractive summary, reported as the `rank` stage and one partial text.
+    async fn extractive(
+        &self,
+        doc: &Arc<Document>,
+        opts: &SummaryOptions,
+        stats: &mut SummaryStats,
+        obs: &mut dyn Observer,
+        cancel: &Cancel,
+    ) -> Result<String, SummaryError> {
+        obs.progress(Stage::Rank, 0, 1);
+        let (d, o) = (doc.clone(), opts.clone());
+        let (text, sentences) = self
+            .blocking(cancel, move |cancel| {
+                let ranker = Ranker::new(sentences_of(&d.paragraphs), cancel)?;
+                let target = Target::for_length(o.length, ranker.sentences.len());
+                let chosen = ranker.select(target, |_| true);
+                Ok((ranker.render(&chosen, o.style, target.budget), ranker.sentences.len()))
+            })
+            .await?;
+        stats.sentences = sentences as u32;
+        obs.partial(0, &text);
+        obs.progress(Stage::Rank, 1, 1);
+        Ok(text)
+    }
+
+    #[allow(clippy::too_many_arguments)]
     async fn model_summary(
         &self,
         m: &ModelSetup,
-        doc: &Document,
+        doc: &Arc<Document>,
         opts: &SummaryOptions,
         language: Language,
         stats: &mut SummaryStats,
         obs: &mut dyn Observer,
+        cancel: &Cancel,
     ) -> Result<ModelOutcome, ModelFailure> {
         let gen = m.generator.as_ref();
         let t = &m.template;
         let new_tokens = t.new_tokens(opts.length);
         let budget = chunk_budget(gen, t, language, opts, new_tokens).map_err(ModelFailure::Failed)?;
         let count = |s: &str| gen.count_tokens(s);
-        let mut paragraphs = std::borrow::Cow::Borrowed(&doc.paragraphs);
-        let mut chunks = chunk(&paragraphs, budget, &count);
-        if chunks.len() > self.settings.max_model_chunks {
-            let (condensed, kept) = condense(&doc.paragraphs, budget * self.settings.max_model_chunks * 9 / 10, &count);
-            stats.condensed_to_sentences = kept as u32;
-            paragraphs = std::borrow::Cow::Owned(condensed);
-            chunks = chunk(&paragraphs, budget, &count);
-            chunks.truncate(self.settings.max_model_chunks);
-        }
+        let (g, d, max_chunks) = (m.generator.clone(), doc.clone(), self.settings.max_model_chunks);
+        let (paragraphs, chunks, kept) = self
+            .blocking(cancel, move |cancel| {
+                let count = |s: &str| g.count_tokens(s);
+                let chunks = chunk(&d.paragraphs, budget, &count, cancel)?;
+                if chunks.len() <= max_chunks {
+                    return Ok((None, chunks, 0));
+                }
+                let (condensed, kept) = condense(&d.paragraphs, budget * max_chunks * 9 / 10, &count, cancel)?;
+                let mut chunks = chunk(&condensed, budget, &count, cancel)?;
+                chunks.truncate(max_chunks);
+                Ok((Some(condensed), chunks, kept))
+            })
+            .await
+            .map_err(ModelFailure::Stop)?;
+        stats.condensed_to_sentences = kept as u32;
+        let paragraphs: Arc<Vec<Paragraph>> = match paragraphs {
+            Some(p) => Arc::new(p),
+            None => Arc::new(doc.paragraphs.clone()),
+        };
         stats.chunks = chunks.len() as u32;
         let config = GenerationConfig {
             max_new_tokens: new_tokens,
@@ -331,9 +418,17 @@ impl Pipeline {
         };
         let prompts: Vec<String> = chunks.iter().map(|c| t.chunk_prompt(&c.text, language, opts.length)).collect();
         obs.progress(Stage::Summarize, 0, prompts.len() as u32);
-        let answers = self.run_prompts(gen, &prompts, &config, 0, Stage::Summarize, stats, obs).await?;
+        let answers = self.run_prompts(&m.generator, &prompts, &config, 0, Stage::Summarize, stats, obs, cancel).await?;
         match t.kind {
-            TemplateKind::Extract => Ok(select_quoted(&paragraphs, &chunks, &answers, opts, stats)),
+            TemplateKind::Extract => {
+                let o = opts.clone();
+                let (outcome, sentences) = self
+                    .blocking(cancel, move |cancel| select_quoted(&paragraphs, &chunks, &answers, &o, cancel))
+                    .await
+                    .map_err(ModelFailure::Stop)?;
+                stats.sentences = sentences;
+                Ok(outcome)
+            }
             TemplateKind::Instruction => {
                 let mut partials: Vec<String> = answers.iter().map(|a| clean_generated(a)).filter(|a| !a.is_empty()).collect();
                 if partials.is_empty() {
@@ -352,7 +447,7 @@ impl Pipeline {
                     let reduce: Vec<String> =
                         groups.iter().map(|g| t.reduce_prompt(&numbered(g), language, opts.length)).collect();
                     obs.progress(Stage::Reduce, 0, reduce.len() as u32);
-                    let out = self.run_prompts(gen, &reduce, &config, index, Stage::Reduce, stats, obs).await?;
+                    let out = self.run_prompts(&m.generator, &reduce, &config, index, Stage::Reduce, stats, obs, cancel).await?;
                     index += reduce.len() as u32;
                     partials = out.iter().map(|a| clean_generated(a)).filter(|a| !a.is_empty()).collect();
                     if partials.is_empty() {
@@ -372,22 +467,25 @@ impl Pipeline {
     }
 
     /// Submits `prompts` together (retrying while the queue is full), streams their text to
-    /// `obs` as prompt `first_index + i`, and returns the answers in prompt order.
+    /// `obs` as prompt `first_index + i`, and returns the answers in prompt order. Submitting
+    /// tokenizes, so it runs on a blocking thread.
     #[allow(clippy::too_many_arguments)]
     async fn run_prompts(
         &self,
-        gen: &dyn Generate,
+        gen: &Arc<dyn Generate>,
         prompts: &[String],
         config: &GenerationConfig,
         first_index: u32,
         stage: Stage,
         stats: &mut SummaryStats,
         obs: &mut dyn Observer,
+        cancel: &Cancel,
     ) -> Result<Vec<String>, ModelFailure> {
         let mut handles: Vec<GenHandle> = Vec::with_capacity(prompts.len());
         for p in prompts {
             loop {
-                match gen.submit(p, config.clone()) {
+                let (g, p, c) = (gen.clone(), p.clone(), config.clone());
+                match self.blocking(cancel, move |_| Ok(g.submit(&p, c))).await.map_err(ModelFailure::Stop)? {
                     Ok(h) => {
                         handles.push(h);
                         break;
@@ -434,24 +532,31 @@ impl Pipeline {
 
     /// SeqGPT classification: the labels of `labels` the model assigns to `text`, and its raw
     /// answer.
-    pub async fn classify(&self, text: &str, labels: &[String]) -> Result<(Vec<String>, String), SummaryError> {
+    pub async fn classify(&self, text: &str, labels: &[String], cancel: &Cancel) -> Result<(Vec<String>, String), SummaryError> {
         let m = self.task_model()?;
         check_labels(labels)?;
+        check_task_text(m, text)?;
         let prompt = seqgpt_task_prompt(SeqGptTask::Classify, text, labels);
-        let answer = self.task_answer(m, &prompt).await?;
+        let answer = self.task_answer(m, &prompt, cancel).await?;
         Ok((parse_classification(&answer, labels), answer))
     }
 
     /// SeqGPT extraction: spans of `text` per kind, and the model's raw answers (one line per
     /// prompt; kinds go six to a prompt, as SeqGPT's authors advise).
-    pub async fn extract(&self, text: &str, kinds: &[String]) -> Result<(BTreeMap<String, Vec<String>>, String), SummaryError> {
+    pub async fn extract(
+        &self,
+        text: &str,
+        kinds: &[String],
+        cancel: &Cancel,
+    ) -> Result<(BTreeMap<String, Vec<String>>, String), SummaryError> {
         let m = self.task_model()?;
         check_labels(kinds)?;
+        check_task_text(m, text)?;
         let mut all = BTreeMap::new();
         let mut raw = Vec::new();
         for group in kinds.chunks(EXTRACT_LABELS_PER_PROMPT) {
             let prompt = seqgpt_task_prompt(SeqGptTask::Extract, text, group);
-            let answer = self.task_answer(m, &prompt).await?;
+            let answer = self.task_answer(m, &prompt, cancel).await?;
             all.extend(parse_extraction(&answer, group));
             raw.push(answer);
         }
@@ -464,7 +569,7 @@ impl Pipeline {
         })
     }
 
-    async fn task_answer(&self, m: &ModelSetup, prompt: &str) -> Result<String, SummaryError> {
+    async fn task_answer(&self, m: &ModelSetup, prompt: &str, cancel: &Cancel) -> Result<String, SummaryError> {
         let config = GenerationConfig {
             max_new_tokens: 64,
             sampling: Sampling::Greedy,
@@ -473,15 +578,19 @@ impl Pipeline {
         };
         let mut stats = SummaryStats::default();
         let out = self
-            .run_prompts(m.generator.as_ref(), &[prompt.to_string()], &config, 0, Stage::Summarize, &mut stats, &mut Ignore)
+            .run_prompts(&m.generator, &[prompt.to_string()], &config, 0, Stage::Summarize, &mut stats, &mut Ignore, cancel)
             .await
             .map_err(|f| match f {
                 ModelFailure::Stop(e) => e,
+                ModelFailure::TooLarge(reason) => SummaryError::TooLarge(reason),
                 ModelFailure::Failed(reason) => SummaryError::Internal(reason),
             })?;
         Ok(out.into_iter().next().unwrap_or_default().trim().to_string())
     }
 }
+
+/// Longest label (or extraction kind), in bytes.
+const MAX_LABEL_BYTES: usize = 256;
 
 fn check_labels(labels: &[String]) -> Result<(), SummaryError> {
     if labels.is_empty() || labels.iter().any(|l| l.trim().is_empty()) {
@@ -489,6 +598,23 @@ fn check_labels(labels: &[String]) -> Result<(), SummaryError> {
     }
     if labels.len() > 64 {
         return Err(SummaryError::InvalidArgs("at most 64 labels".into()));
+    }
+    if labels.iter().any(|l| l.len() > MAX_LABEL_BYTES) {
+        return Err(SummaryError::InvalidArgs(format!("a label has more than {MAX_LABEL_BYTES} bytes")));
+    }
+    Ok(())
+}
+
+/// Refuses, before any tokenizing, a Classify or Extract text that cannot fit the model's
+/// context whatever its tokens (see [`MAX_BYTES_PER_TOKEN`]).
+fn check_task_text(m: &ModelSetup, text: &str) -> Result<(), SummaryError> {
+    let ctx = m.generator.info().context_length;
+    let max = ctx.saturating_mul(MAX_BYTES_PER_TOKEN);
+    if text.len() > max {
+        return Err(SummaryError::TooLarge(format!(
+            "the text has {} bytes; a prompt of this model holds at most {ctx} tokens, so at most {max} bytes are accepted",
+            text.len()
+        )));
     }
     Ok(())
 }
@@ -502,6 +628,8 @@ enum ModelOutcome {
 enum ModelFailure {
     /// End the job with this error (cancelled, shutting down).
     Stop(SummaryError),
+    /// The prompt does not fit the model; answer extractively (a summary) or refuse (a task).
+    TooLarge(String),
     /// The model failed; answer extractively.
     Failed(String),
 }
@@ -511,6 +639,7 @@ impl ModelFailure {
         match e {
             GenError::Cancelled => ModelFailure::Stop(SummaryError::Cancelled),
             GenError::ShuttingDown => ModelFailure::Stop(SummaryError::ShuttingDown),
+            GenError::TooLarge(_) => ModelFailure::TooLarge(e.to_string()),
             other => ModelFailure::Failed(other.to_string()),
         }
     }
@@ -535,13 +664,21 @@ fn chunk_budget(gen: &dyn Generate, t: &Template, lang: Language, opts: &Summary
 
 /// The extractive pre-selection of a long document: its best sentences, in order, up to
 /// `tokens`; returns them as paragraphs (one per source paragraph) and how many were kept.
-fn condense(paragraphs: &[Paragraph], tokens: usize, count: &dyn Fn(&str) -> usize) -> (Vec<Paragraph>, usize) {
-    let ranker = Ranker::new(sentences_of(paragraphs));
+fn condense(
+    paragraphs: &[Paragraph],
+    tokens: usize,
+    count: &dyn Fn(&str) -> usize,
+    cancel: &Cancel,
+) -> Result<(Vec<Paragraph>, usize), SummaryError> {
+    let ranker = Ranker::new(sentences_of(paragraphs), cancel)?;
     let mut order: Vec<usize> = (0..ranker.sentences.len()).collect();
     order.sort_by(|&a, &b| ranker.scores[b].total_cmp(&ranker.scores[a]).then(a.cmp(&b)));
     let mut used = 0;
     let mut keep = Vec::new();
-    for i in order {
+    for (n, i) in order.into_iter().enumerate() {
+        if n % 256 == 0 {
+            cancel.check()?;
+        }
         let t = count(&ranker.sentences[i].text) + 1;
         if used + t > tokens {
             continue;
@@ -562,14 +699,21 @@ fn condense(paragraphs: &[Paragraph], tokens: usize, count: &dyn Fn(&str) -> usi
             last_para = s.paragraph;
         }
     }
-    (out, keep.len())
+    Ok((out, keep.len()))
 }
 
 /// The summary of an extract-kind template: the document's sentences that the answers quote,
-/// reduced to the target length by the ranker's scores, in document order.
-fn select_quoted(paragraphs: &[Paragraph], chunks: &[Chunk], answers: &[String], opts: &SummaryOptions, stats: &mut SummaryStats) -> ModelOutcome {
-    let ranker = Ranker::new(sentences_of(paragraphs));
-    stats.sentences = ranker.sentences.len() as u32;
+/// reduced to the target length by the ranker's scores, in document order; and the number of
+/// sentences of the document.
+fn select_quoted(
+    paragraphs: &[Paragraph],
+    chunks: &[Chunk],
+    answers: &[String],
+    opts: &SummaryOptions,
+    cancel: &Cancel,
+) -> Result<(ModelOutcome, u32), SummaryError> {
+    let ranker = Ranker::new(sentences_of(paragraphs), cancel)?;
+    let sentences = ranker.sentences.len() as u32;
     let mut by_text: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, s) in ranker.sentences.iter().enumerate() {
         by_text.entry(s.text.as_str()).or_default().push(i);
@@ -592,11 +736,11 @@ fn select_quoted(paragraphs: &[Paragraph], chunks: &[Chunk], answers: &[String],
         }
     }
     if !any {
-        return ModelOutcome::Unusable("the model's answer quotes no sentence of the document".into());
+        return Ok((ModelOutcome::Unusable("the model's answer quotes no sentence of the document".into()), sentences));
     }
     let target = Target::for_length(opts.length, ranker.sentences.len());
     let chosen = ranker.select(target, |i| quoted[i]);
-    ModelOutcome::Summary(ranker.render(&chosen, opts.style))
+    Ok((ModelOutcome::Summary(ranker.render(&chosen, opts.style, target.budget)), sentences))
 }
 
 /// Partial summaries grouped so that each group's reduce prompt fits `budget`.
@@ -629,27 +773,14 @@ fn numbered(parts: &[String]) -> String {
     parts.iter().enumerate().map(|(i, p)| format!("{}. {}", i + 1, p)).collect::<Vec<_>>().join("\n")
 }
 
-/// The extractive summary, reported as the `rank` stage and one partial text.
-fn extractive(doc: &Document, opts: &SummaryOptions, stats: &mut SummaryStats, obs: &mut dyn Observer) -> String {
-    obs.progress(Stage::Rank, 0, 1);
-    let ranker = Ranker::new(sentences_of(&doc.paragraphs));
-    stats.sentences = ranker.sentences.len() as u32;
-    let target = Target::for_length(opts.length, ranker.sentences.len());
-    let chosen = ranker.select(target, |_| true);
-    let text = ranker.render(&chosen, opts.style);
-    obs.partial(0, &text);
-    obs.progress(Stage::Rank, 1, 1);
-    text
-}
-
 /// A document's pages: text to split at form feeds, or what the PDF extractor gave.
 enum Pages {
     Text(String),
     Pdf(ExtractedPages),
 }
 
-/// Pages -> selected pages -> cleaned paragraphs.
-fn prepare(input: Pages, opts: &SummaryOptions) -> Result<Document, SummaryError> {
+/// Pages -> selected pages -> cleaned paragraphs, and their language.
+fn prepare(input: Pages, opts: &SummaryOptions, cancel: &Cancel) -> Result<Document, SummaryError> {
     let (page_count, pages, warnings, pdf) = match input {
         Pages::Text(t) => {
             let pages = pages_of_text(&t);
@@ -671,11 +802,14 @@ fn prepare(input: Pages, opts: &SummaryOptions) -> Result<Document, SummaryError
         _ => pages,
     };
     let input_chars = selected.iter().map(|(_, t)| t.chars().count() as u64).sum();
+    cancel.check()?;
     let (paragraphs, clean) = clean_pages(&selected);
+    cancel.check()?;
     if paragraphs.is_empty() {
         return Err(SummaryError::NoText("there is no text to summarize (empty after cleaning)".into()));
     }
-    Ok(Document { paragraphs, page_count, pages: selected.len() as u32, input_chars, clean, warnings })
+    let language = detect_language(paragraphs.iter().map(|p| p.text.as_str()));
+    Ok(Document { paragraphs, page_count, pages: selected.len() as u32, input_chars, clean, warnings, language })
 }
 
 #[cfg(test)]
@@ -763,7 +897,7 @@ mod tests {
     async fn extract_template_keeps_quoted_sentences() {
         let p = pipeline(Echo::new(|_| "key sentence: installing solar panels lowers the electricity bill".into()), Template::seqgpt());
         let mut rec = Record::default();
-        let s = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut rec).await.unwrap();
+        let s = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut rec, &Cancel::new()).await.unwrap();
         assert_eq!(s.method, Method::Model);
         assert_eq!(s.text, "Installing solar panels lowers the electricity bill.");
         assert_eq!(s.stats.chunks, 1);
@@ -776,7 +910,7 @@ mod tests {
     #[tokio::test]
     async fn extract_template_with_an_unusable_answer_falls_back() {
         let p = pipeline(Echo::new(|_| "zz qq xx".into()), Template::seqgpt());
-        let s = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut Ignore).await.unwrap();
+        let s = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut Ignore, &Cancel::new()).await.unwrap();
         assert_eq!(s.method, Method::Extractive);
         assert!(s.stats.fallback.contains("quotes no sentence"), "{}", s.stats.fallback);
         assert!(!s.text.is_empty());
@@ -792,7 +926,7 @@ mod tests {
         let long: String = (0..30).map(|i| format!("Sentence number {i} talks about topic {i}.\n\n")).collect();
         let p = pipeline(gen, t);
         let mut rec = Record::default();
-        let s = p.summarize(Input::Text(long), &SummaryOptions { length: Length::Short, ..Default::default() }, &mut rec).await.unwrap();
+        let s = p.summarize(Input::Text(long), &SummaryOptions { length: Length::Short, ..Default::default() }, &mut rec, &Cancel::new()).await.unwrap();
         assert_eq!(s.method, Method::Model);
         assert_eq!(s.text, "Final summary.");
         assert!(s.stats.chunks > 1);
@@ -806,15 +940,15 @@ mod tests {
     async fn bullets_and_method_choice() {
         let p = pipeline(Echo::new(|_| "First point. Second point.".into()), Template::bloomz());
         let opts = SummaryOptions { style: Style::Bullets, ..Default::default() };
-        let s = p.summarize(Input::Text(DOC.into()), &opts, &mut Ignore).await.unwrap();
+        let s = p.summarize(Input::Text(DOC.into()), &opts, &mut Ignore, &Cancel::new()).await.unwrap();
         assert_eq!(s.text, "- First point.\n- Second point.");
         let opts = SummaryOptions { method: MethodChoice::Extractive, ..Default::default() };
-        let s = p.summarize(Input::Text(DOC.into()), &opts, &mut Ignore).await.unwrap();
+        let s = p.summarize(Input::Text(DOC.into()), &opts, &mut Ignore, &Cancel::new()).await.unwrap();
         assert_eq!(s.method, Method::Extractive);
         assert!(s.stats.fallback.is_empty());
         let none = Pipeline::new(None, None, PipelineSettings::default());
         let opts = SummaryOptions { method: MethodChoice::Model, ..Default::default() };
-        let err = none.summarize(Input::Text(DOC.into()), &opts, &mut Ignore).await.unwrap_err();
+        let err = none.summarize(Input::Text(DOC.into()), &opts, &mut Ignore, &Cancel::new()).await.unwrap_err();
         assert!(matches!(err, SummaryError::ModelUnavailable(_)));
     }
 
@@ -823,12 +957,12 @@ mod tests {
         let none = Pipeline::new(None, None, PipelineSettings::default());
         let text = "Page one has a sentence about rivers.\u{000C}Page two talks about mountains and valleys.";
         let opts = SummaryOptions { pages: Some(2..=2), ..Default::default() };
-        let s = none.summarize(Input::Text(text.into()), &opts, &mut Ignore).await.unwrap();
+        let s = none.summarize(Input::Text(text.into()), &opts, &mut Ignore, &Cancel::new()).await.unwrap();
         assert!(s.text.contains("mountains") && !s.text.contains("rivers"));
         assert_eq!((s.stats.page_count, s.stats.pages), (2, 1));
         let opts = SummaryOptions { pages: Some(3..=4), ..Default::default() };
-        assert!(matches!(none.summarize(Input::Text(text.into()), &opts, &mut Ignore).await, Err(SummaryError::InvalidArgs(_))));
-        assert!(matches!(none.summarize(Input::Text(" \n\n ".into()), &SummaryOptions::default(), &mut Ignore).await, Err(SummaryError::NoText(_))));
+        assert!(matches!(none.summarize(Input::Text(text.into()), &opts, &mut Ignore, &Cancel::new()).await, Err(SummaryError::InvalidArgs(_))));
+        assert!(matches!(none.summarize(Input::Text(" \n\n ".into()), &SummaryOptions::default(), &mut Ignore, &Cancel::new()).await, Err(SummaryError::NoText(_))));
     }
 
     #[tokio::test]
@@ -836,13 +970,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cache = SummaryCache::open(dir.path(), 10).unwrap();
         let p = Pipeline::new(None, Some(cache), PipelineSettings::default());
-        let first = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut Ignore).await.unwrap();
+        let first = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut Ignore, &Cancel::new()).await.unwrap();
         assert!(!first.stats.cached);
-        let again = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut Ignore).await.unwrap();
+        let again = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut Ignore, &Cancel::new()).await.unwrap();
         assert!(again.stats.cached);
         assert_eq!(again.text, first.text);
         let opts = SummaryOptions { no_cache: true, ..Default::default() };
-        assert!(!p.summarize(Input::Text(DOC.into()), &opts, &mut Ignore).await.unwrap().stats.cached);
+        assert!(!p.summarize(Input::Text(DOC.into()), &opts, &mut Ignore, &Cancel::new()).await.unwrap().stats.cached);
         let opts = SummaryOptions { password: Some("x".into()), ..Default::default() };
         assert!(p.cache_key(content_hash(DOC.as_bytes()), "text", &opts).is_none());
     }
@@ -850,13 +984,13 @@ mod tests {
     #[tokio::test]
     async fn classify_and_extract_use_seqgpt_prompts() {
         let p = pipeline(Echo::new(|p| if p.contains("分类") { "neg".into() } else { "地名: 北京".into() }), Template::seqgpt());
-        let (labels, raw) = p.classify("bad film", &["pos".into(), "neg".into()]).await.unwrap();
+        let (labels, raw) = p.classify("bad film", &["pos".into(), "neg".into()], &Cancel::new()).await.unwrap();
         assert_eq!((labels, raw.as_str()), (vec!["neg".to_string()], "neg"));
-        let (spans, _) = p.extract("我在北京", &["地名".into()]).await.unwrap();
+        let (spans, _) = p.extract("我在北京", &["地名".into()], &Cancel::new()).await.unwrap();
         assert_eq!(spans["地名"], vec!["北京"]);
-        assert!(matches!(p.classify("x", &[]).await, Err(SummaryError::InvalidArgs(_))));
+        assert!(matches!(p.classify("x", &[], &Cancel::new()).await, Err(SummaryError::InvalidArgs(_))));
         let none = Pipeline::new(None, None, PipelineSettings::default());
-        assert!(matches!(none.classify("x", &["a".into()]).await, Err(SummaryError::ModelUnavailable(_))));
+        assert!(matches!(none.classify("x", &["a".into()], &Cancel::new()).await, Err(SummaryError::ModelUnavailable(_))));
     }
 
     #[test]
@@ -865,7 +999,7 @@ mod tests {
             .map(|i| Paragraph { text: format!("Solar energy fact number {i} about panels. Unrelated filler {i} here."), page: 1 })
             .collect();
         let count = |s: &str| s.split_whitespace().count();
-        let (out, kept) = condense(&paras, 100, &count);
+        let (out, kept) = condense(&paras, 100, &count, &Cancel::new()).unwrap();
         assert!(kept > 0 && kept < 80);
         assert!(out.iter().map(|p| count(&p.text)).sum::<usize>() <= 100);
     }

@@ -19,7 +19,7 @@
 //! models this project does not know) gets `seqgpt`, the model this daemon is built for.
 //! `[summarize.templates.NAME]` tables override the built-in templates or add new ones.
 
-use super::text::{cjk_ratio, is_cjk, split_sentences};
+use super::text::{is_cjk, letter_counts, split_sentences};
 use super::{Language, Length};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -202,8 +202,14 @@ pub fn auto_template(general_name: &str) -> (&'static str, String) {
 }
 
 /// The language of a document for prompt purposes: Chinese when CJK letters dominate.
-pub fn detect_language(text: &str) -> Language {
-    if cjk_ratio(text) > 0.3 {
+pub fn detect_language<'a>(texts: impl IntoIterator<Item = &'a str>) -> Language {
+    let (mut cjk, mut letters) = (0usize, 0usize);
+    for t in texts {
+        let (c, l) = letter_counts(t);
+        cjk += c;
+        letters += l;
+    }
+    if letters > 0 && cjk as f64 / letters as f64 > 0.3 {
         Language::Zh
     } else {
         Language::En

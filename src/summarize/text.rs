@@ -32,8 +32,8 @@ pub fn is_cjk(c: char) -> bool {
     is_cjk_letter(c) || matches!(c as u32, 0x3000..=0x303F | 0xFF00..=0xFF65 | 0xFE30..=0xFE4F)
 }
 
-/// Share of CJK letters among all letters of `text` (0 when it has no letters).
-pub fn cjk_ratio(text: &str) -> f64 {
+/// (CJK letters, all letters) of `text`.
+pub fn letter_counts(text: &str) -> (usize, usize) {
     let (mut cjk, mut letters) = (0usize, 0usize);
     for c in text.chars() {
         if is_cjk_letter(c) {
@@ -43,6 +43,12 @@ pub fn cjk_ratio(text: &str) -> f64 {
             letters += 1;
         }
     }
+    (cjk, letters)
+}
+
+/// Share of CJK letters among all letters of `text` (0 when it has no letters).
+pub fn cjk_ratio(text: &str) -> f64 {
+    let (cjk, letters) = letter_counts(text);
     if letters == 0 {
         0.0
     } else {
@@ -88,66 +94,72 @@ const ABBREVIATIONS: &[&str] = &[
     "ca", "op", "cit", "ibid", "eq", "eqs", "sec", "ch", "art", "para",
 ];
 
+/// Longest word before a period that is still looked at as a possible abbreviation.
+const MAX_ABBREVIATION_CHARS: usize = 24;
+
 /// Byte ranges of the sentences of `text` (one paragraph: line breaks already joined), in
-/// order, trimmed, never empty. Text without a terminator is one sentence.
+/// order, trimmed, never empty. Text without a terminator is one sentence. Linear in `text`.
 pub fn split_sentences(text: &str) -> Vec<Range<usize>> {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
     let mut out = Vec::new();
     let mut start = 0usize;
     let mut i = 0usize;
-    while i < chars.len() {
-        let (_, c) = chars[i];
+    while let Some(c) = text[i..].chars().next() {
+        let after_c = i + c.len_utf8();
         let mut end_here = None;
         if CJK_TERMINATORS.contains(&c) {
             // A run of terminators ("？！", "……") and the closers after it stay together.
-            let mut j = i + 1;
-            while j < chars.len() && (CJK_TERMINATORS.contains(&chars[j].1) || LATIN_TERMINATORS.contains(&chars[j].1)) {
-                j += 1;
-            }
-            while j < chars.len() && CLOSERS.contains(&chars[j].1) {
-                j += 1;
-            }
-            end_here = Some(j);
+            let j = skip(text, after_c, |c| CJK_TERMINATORS.contains(&c) || LATIN_TERMINATORS.contains(&c));
+            end_here = Some(skip(text, j, |c| CLOSERS.contains(&c)));
         } else if LATIN_TERMINATORS.contains(&c) {
-            let mut j = i + 1;
-            while j < chars.len() && LATIN_TERMINATORS.contains(&chars[j].1) {
-                j += 1;
-            }
-            let single = j == i + 1;
-            while j < chars.len() && CLOSERS.contains(&chars[j].1) {
-                j += 1;
-            }
-            let at_end = j >= chars.len();
-            let followed_by_space = !at_end && chars[j].1.is_whitespace();
-            let followed_by_cjk = !at_end && is_cjk_letter(chars[j].1);
-            if (at_end || followed_by_space || followed_by_cjk) && latin_boundary(text, &chars, i, j, single) {
+            let run_end = skip(text, after_c, |c| LATIN_TERMINATORS.contains(&c));
+            let single = run_end == after_c;
+            let j = skip(text, run_end, |c| CLOSERS.contains(&c));
+            let next = text[j..].chars().next();
+            let separated = next.is_none_or(|n| n.is_whitespace() || is_cjk_letter(n));
+            if separated && latin_boundary(text, i, j, single) {
                 end_here = Some(j);
             }
         }
-        if let Some(j) = end_here {
-            let end_byte = if j < chars.len() { chars[j].0 } else { text.len() };
-            push_trimmed(&mut out, text, start, end_byte);
-            start = end_byte;
-            i = j;
-        } else {
-            i += 1;
+        match end_here {
+            Some(j) => {
+                push_trimmed(&mut out, text, start, j);
+                start = j;
+                i = j;
+            }
+            None => i = after_c,
         }
     }
     push_trimmed(&mut out, text, start, text.len());
     out
 }
 
-/// Whether the Latin terminator at char index `i` (the run ending before `j`) ends a sentence.
-/// `single`: the terminator is one character (an abbreviation's period, not "?!" or "...").
-fn latin_boundary(text: &str, chars: &[(usize, char)], i: usize, j: usize, single: bool) -> bool {
-    let c = chars[i].1;
-    if c == '.' && single {
-        // The word before the period.
-        let mut k = i;
-        while k > 0 && !chars[k - 1].1.is_whitespace() && !matches!(chars[k - 1].1, '(' | '"' | '“' | '\'') {
-            k -= 1;
+/// The byte index after the characters from `from` on for which `pred` holds.
+fn skip(text: &str, from: usize, pred: impl Fn(char) -> bool) -> usize {
+    let mut j = from;
+    for c in text[from..].chars() {
+        if !pred(c) {
+            break;
         }
-        let word = &text[chars[k].0..chars[i].0];
+        j += c.len_utf8();
+    }
+    j
+}
+
+/// Whether the Latin terminator at byte `i` (its run and closers ending at byte `j`) ends a
+/// sentence. `single`: the terminator is one character (an abbreviation's period, not "?!"
+/// or "...").
+fn latin_boundary(text: &str, i: usize, j: usize, single: bool) -> bool {
+    if text[i..].starts_with('.') && single {
+        // The word before the period (abbreviations are short: looking further back would
+        // make a text without spaces quadratic).
+        let mut k = i;
+        for (n, c) in text[..i].chars().rev().enumerate() {
+            if n >= MAX_ABBREVIATION_CHARS || c.is_whitespace() || matches!(c, '(' | '"' | '“' | '\'') {
+                break;
+            }
+            k -= c.len_utf8();
+        }
+        let word = &text[k..i];
         let lower = word.to_lowercase();
         if ABBREVIATIONS.contains(&lower.as_str()) {
             return false;
@@ -157,21 +169,16 @@ fn latin_boundary(text: &str, chars: &[(usize, char)], i: usize, j: usize, singl
         if letters.len() == 1 && letters[0].is_uppercase() && word.chars().count() <= 2 {
             return false;
         }
-        if word.contains('.') && word.chars().all(|c| c.is_alphabetic() || c == '.') && word.chars().filter(|c| c.is_alphabetic()).count() <= 4 {
+        if word.contains('.') && word.chars().all(|c| c.is_alphabetic() || c == '.') && letters.len() <= 4 {
             return false;
         }
     }
     // The next word: a sentence starts with an uppercase letter, a digit, a quote or bracket,
     // or a CJK letter; a lowercase word continues the sentence ("approx. five", "p. 7").
-    let mut k = j;
-    while k < chars.len() && chars[k].1.is_whitespace() {
-        k += 1;
+    match text[j..].chars().find(|c| !c.is_whitespace()) {
+        None => true,
+        Some(n) => !n.is_lowercase(),
     }
-    if k >= chars.len() {
-        return true;
-    }
-    let n = chars[k].1;
-    !n.is_lowercase()
 }
 
 fn push_trimmed(out: &mut Vec<Range<usize>>, text: &str, start: usize, end: usize) {

@@ -1,0 +1,280 @@
+//! The task that runs a job: reads its input, runs the pipeline (or stops when asked), sends
+//! its signals in order to the connection that created it, and removes its objects after the
+//! retention time.
+
+use super::bus_string::BusString;
+use super::core::{Core, Slot};
+use super::errors::{ErrorKind, ServiceError};
+use super::job_object::{JobObject, JobProperties};
+use super::jobs::{job_path, stats_dict, JobShared, JobState, Source, JOB_INTERFACE};
+use crate::summarize::pipeline::{Input, Observer, Stage};
+use crate::summarize::{Method, Summary};
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use zbus::names::{BusName, InterfaceName, OwnedUniqueName};
+use zbus::object_server::SignalEmitter;
+use zbus::zvariant::{OwnedObjectPath, Value};
+use zbus::Connection;
+
+/// What the job task tells its emitter, in order.
+enum Update {
+    Running,
+    Progress(Stage, u32, u32),
+    Partial(u32, String),
+    End(Result<Summary, ServiceError>),
+}
+
+struct ChannelObserver(mpsc::UnboundedSender<Update>);
+
+impl Observer for ChannelObserver {
+    fn progress(&mut self, stage: Stage, done: u32, total: u32) {
+        let _ = self.0.send(Update::Progress(stage, done, total));
+    }
+    fn partial(&mut self, index: u32, text: &str) {
+        let _ = self.0.send(Update::Partial(index, text.to_string()));
+    }
+}
+
+/// Who asked for a job.
+pub struct Requester {
+    pub owner: OwnedUniqueName,
+    /// The caller's Unix user (system bus only).
+    pub uid: Option<u32>,
+}
+
+/// Creates a job for `source`, puts its objects on the bus and starts it. `slot` is the place
+/// [`Core::admit`] gave the caller; it is released when the job ends (or here, on failure).
+pub async fn start(
+    core: &Arc<Core>,
+    conn: &Connection,
+    who: Requester,
+    slot: Slot,
+    source: Source,
+    options: crate::summarize::SummaryOptions,
+    detached: bool,
+) -> Result<OwnedObjectPath, ServiceError> {
+    let job = Arc::new(JobShared::new(core.next_id(), job_path(), who.owner, who.uid, detached));
+    core.register(job.clone());
+    let object = JobObject { job: job.clone(), core: core.clone() };
+    let properties = JobProperties { object: JobObject { job: job.clone(), core: core.clone() } };
+    let server = conn.object_server();
+    // The job's own Properties replaces zbus's built-in one (access checks on GetAll).
+    let added = async {
+        server.at(job.path.clone(), object).await?;
+        server.remove::<zbus::fdo::Properties, _>(job.path.clone()).await?;
+        server.at(job.path.clone(), properties).await
+    }
+    .await;
+    if let Err(e) = added {
+        remove(core, conn, job.id).await;
+        core.release(slot);
+        return Err(e.into());
+    }
+    core.counters.accepted.fetch_add(1, Ordering::Relaxed);
+    let path = job.path.clone();
+    tokio::spawn(run(core.clone(), conn.clone(), job, slot, source, options));
+    Ok(path)
+}
+
+/// The job task: runs the pipeline (or stops when asked), then publishes the end and
+/// schedules the objects' removal.
+async fn run(
+    core: Arc<Core>,
+    conn: Connection,
+    job: Arc<JobShared>,
+    slot: Slot,
+    source: Source,
+    options: crate::summarize::SummaryOptions,
+) {
+    let emitter = SignalEmitter::new(&conn, job.path.clone())
+        .expect("a valid path")
+        .set_destination(BusName::Unique(job.owner.as_ref().clone()))
+        .into_owned();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let emit = tokio::spawn(emit_updates(core.clone(), job.clone(), emitter, rx));
+
+    // A client may have left before its job was registered: then nobody would cancel it.
+    if !job.detached {
+        if let Ok(dbus) = zbus::fdo::DBusProxy::new(&conn).await {
+            if let Ok(false) = dbus.name_has_owner(BusName::Unique(job.owner.as_ref().clone())).await {
+                job.stop(super::jobs::Stop::Cancelled);
+            }
+        }
+    }
+
+    let work = {
+        let tx = tx.clone();
+        let core = core.clone();
+        let cancel = job.cancel.clone();
+        async move {
+            let input = match source {
+                Source::Text(t) => {
+                    let _ = tx.send(Update::Running);
+                    Input::Text(t)
+                }
+                Source::Pdf(file) => {
+                    // One place among the extractions, taken before the file is read: it
+                    // bounds the PDFs held in memory at once.
+                    let permit = core.pipeline.extract_permit().await;
+                    let _ = tx.send(Update::Running);
+                    let bytes = read_document(&core, file).await?;
+                    Input::Pdf { bytes, permit: Some(permit) }
+                }
+            };
+            let mut obs = ChannelObserver(tx);
+            core.pipeline.summarize(input, &options, &mut obs, &cancel).await.map_err(ServiceError::from)
+        }
+    };
+    // A stop request ends the job at once; the pipeline's blocking work sees the cancel flag.
+    let result = tokio::select! {
+        biased;
+        why = job.stopped() => Err(why.error()),
+        r = work => r,
+    };
+    let _ = tx.send(Update::End(result));
+    drop(tx);
+    let _ = emit.await;
+    core.release(slot);
+
+    // Retention: the objects stay readable for a while, then go.
+    for id in core.finished(&job) {
+        remove(&core, &conn, id).await;
+    }
+    let retention = Duration::from_secs(core.limits.job_retention_s);
+    let (core2, conn2, id) = (core.clone(), conn.clone(), job.id);
+    tokio::spawn(async move {
+        tokio::time::sleep(retention).await;
+        remove(&core2, &conn2, id).await;
+    });
+}
+
+/// Reads a client's document on a blocking thread, within `read_timeout_s`: a file on a
+/// stalled network or FUSE file system must not hold the job forever. (The thread itself
+/// stays blocked until the kernel returns; the reads in flight are capped.)
+async fn read_document(core: &Core, file: super::input::DocumentFile) -> Result<Vec<u8>, ServiceError> {
+    let max = core.limits.max_pdf_bytes;
+    let timeout = Duration::from_secs(core.limits.read_timeout_s.max(1));
+    let permit = core.read_permit().await;
+    let read = tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        file.read_all(max)
+    });
+    match tokio::time::timeout(timeout, read).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => Err(ServiceError::new(ErrorKind::Failed, format!("reading the document failed: {e}"))),
+        Err(_) => Err(ServiceError::new(
+            ErrorKind::Failed,
+            format!("reading the document took longer than {} s ([service] read_timeout_s)", timeout.as_secs()),
+        )),
+    }
+}
+
+/// Takes job `id` off the bus and out of the table.
+async fn remove(core: &Core, conn: &Connection, id: u64) {
+    if let Some(job) = core.forget(id) {
+        let server = conn.object_server();
+        let _ = server.remove::<JobProperties, _>(job.path.clone()).await;
+        let _ = server.remove::<JobObject, _>(job.path.clone()).await;
+    }
+}
+
+/// Publishes a job's updates in order: signals to its owner, and the view its properties read.
+async fn emit_updates(core: Arc<Core>, job: Arc<JobShared>, emitter: SignalEmitter<'static>, mut rx: mpsc::UnboundedReceiver<Update>) {
+    let mut pending: Option<Update> = None;
+    loop {
+        let update = match pending.take() {
+            Some(u) => u,
+            None => match rx.recv().await {
+                Some(u) => u,
+                None => break,
+            },
+        };
+        match update {
+            Update::Running => set_running(&job, &emitter).await,
+            Update::Progress(stage, done, total) => {
+                set_running(&job, &emitter).await;
+                {
+                    let mut v = job.view();
+                    v.stage = stage.as_str();
+                    v.progress = (done, total);
+                }
+                let _ = JobObject::progress_signal(&emitter, &BusString::message(stage.as_str()), done, total).await;
+            }
+            Update::Partial(index, mut text) => {
+                set_running(&job, &emitter).await;
+                // Merge what is already waiting for the same prompt into one signal.
+                while let Ok(next) = rx.try_recv() {
+                    match next {
+                        Update::Partial(i, t) if i == index => text.push_str(&t),
+                        other => {
+                            pending = Some(other);
+                            break;
+                        }
+                    }
+                }
+                let _ = JobObject::partial(&emitter, index, &BusString::text(&text)).await;
+            }
+            Update::End(result) => publish_end(&core, &job, &emitter, result).await,
+        }
+    }
+}
+
+async fn set_running(job: &JobShared, emitter: &SignalEmitter<'_>) {
+    if job.set_running() {
+        let changed: HashMap<&str, Value<'_>> = [("State", BusString::message(JobState::Running.as_str()).into())].into_iter().collect();
+        let _ = JobProperties::properties_changed(emitter, interface_name(), changed, &[]).await;
+    }
+}
+
+fn interface_name() -> InterfaceName<'static> {
+    InterfaceName::from_static_str_unchecked(JOB_INTERFACE)
+}
+
+async fn publish_end(core: &Core, job: &JobShared, emitter: &SignalEmitter<'_>, result: Result<Summary, ServiceError>) {
+    let (result, state) = job.finish(result);
+    let c = &core.counters;
+    match (&result, state) {
+        (Ok(s), _) => {
+            c.done.fetch_add(1, Ordering::Relaxed);
+            if s.stats.cached {
+                c.cache_hits.fetch_add(1, Ordering::Relaxed);
+            }
+            match s.method {
+                Method::Model => c.by_model.fetch_add(1, Ordering::Relaxed),
+                Method::Extractive => c.by_extractive.fetch_add(1, Ordering::Relaxed),
+            };
+        }
+        (Err(_), JobState::Cancelled) => {
+            c.cancelled.fetch_add(1, Ordering::Relaxed);
+        }
+        (Err(_), _) => {
+            c.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    let mut changed: HashMap<&str, Value<'_>> = HashMap::new();
+    changed.insert("State", BusString::message(state.as_str()).into());
+    let invalidated: &[&str] = match &result {
+        Ok(s) => {
+            changed.insert("Method", BusString::message(s.method.as_str()).into());
+            &["Summary", "Stats"]
+        }
+        Err(e) => {
+            changed.insert("ErrorName", BusString::message(e.name()).into());
+            changed.insert("ErrorMessage", (&e.message).into());
+            &[]
+        }
+    };
+    let _ = JobProperties::properties_changed(emitter, interface_name(), changed, invalidated).await;
+    match &result {
+        Ok(s) => {
+            let _ = JobObject::finished(emitter, &BusString::text(&s.text), stats_dict(s.method, &s.stats)).await;
+        }
+        Err(e) => {
+            let _ = JobObject::failed(emitter, &BusString::message(e.name()), &e.message).await;
+        }
+    }
+    job.mark_done();
+}
