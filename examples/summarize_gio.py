@@ -13,7 +13,9 @@ It does what a plugin should do, in the order that avoids races:
    document is only in memory);
 3. follow Progress and Partial until Finished or Failed, without blocking the UI (the GLib
    main loop);
-4. on close, call Cancel (or simply disconnect: the daemon cancels a departed client's jobs).
+4. watch the daemon's name: if it goes away (crash, restart) before the job ends, no
+   Finished or Failed will ever come, so report that instead of waiting forever;
+5. on close, call Cancel (or simply disconnect: the daemon cancels a departed client's jobs).
 
 Copy it freely (it is part of seqgpt-fast, Apache-2.0).
 """
@@ -39,6 +41,14 @@ class Summary:
         self.sub = bus.signal_subscribe(
             NAME, JOB_IFACE, None, None, None, Gio.DBusSignalFlags.NONE, self._signal
         )
+        # 4. The daemon leaving the bus (or the bus closing) ends the wait.
+        self.owner = None
+        self.ended = False
+        self.watch = bus.signal_subscribe(
+            "org.freedesktop.DBus", "org.freedesktop.DBus", "NameOwnerChanged", "/org/freedesktop/DBus",
+            NAME, Gio.DBusSignalFlags.NONE, self._owner_changed,
+        )
+        bus.connect("closed", lambda *_: self._gone("the connection to the bus was closed"))
 
     def start_fd(self, path, options):
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -79,19 +89,42 @@ class Summary:
 
     def _refused(self, e):
         # Busy (org.freedesktop.DBus.Error.LimitsExceeded), InvalidArgs, TooLarge, ...
-        self.bus.signal_unsubscribe(self.sub)
         name = Gio.DBusError.get_remote_error(e) or ""
         message = e.message
         prefix = "GDBus.Error:%s: " % name
         if message.startswith(prefix):
             message = message[len(prefix):]
-        self.on_done(None, None, name, message)
+        self._end(None, None, name, message)
 
     def _accepted(self, reply):
         self.job = reply.unpack()[0]
+        # The daemon that answered (its unique name) is the one whose departure ends the wait.
+        try:
+            self.owner = self.bus.call_sync(
+                "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus", "GetNameOwner",
+                GLib.Variant("(s)", (NAME,)), GLib.VariantType("(s)"), Gio.DBusCallFlags.NONE, -1, None,
+            ).unpack()[0]
+        except GLib.Error:
+            return self._gone("the daemon left the bus")
         for path, member, params in self.early:
             self._dispatch(path, member, params)
         self.early = []
+
+    def _owner_changed(self, bus, sender, path, iface, member, params):
+        name, old, new = params.unpack()
+        if name == NAME and self.owner is not None and old == self.owner and new != self.owner:
+            self._gone("the daemon left the bus before the job ended")
+
+    def _gone(self, why):
+        self._end(None, None, "org.freedesktop.DBus.Error.NoReply", why)
+
+    def _end(self, summary, stats, error_name, message):
+        if self.ended:
+            return
+        self.ended = True
+        self.bus.signal_unsubscribe(self.sub)
+        self.bus.signal_unsubscribe(self.watch)
+        self.on_done(summary, stats, error_name, message)
 
     def _signal(self, bus, sender, path, iface, member, params):
         if self.job is None:
@@ -109,11 +142,9 @@ class Summary:
             self.on_partial(*args)
         elif member == "Finished":
             summary, stats = args
-            self.bus.signal_unsubscribe(self.sub)
-            self.on_done(summary, stats, None, None)
+            self._end(summary, stats, None, None)
         elif member == "Failed":
-            self.bus.signal_unsubscribe(self.sub)
-            self.on_done(None, None, args[0], args[1])
+            self._end(None, None, args[0], args[1])
 
 
 def main():

@@ -26,6 +26,7 @@
 //! max_text_bytes = 8388608
 //! max_pages = 2000
 //! extract_concurrency = 2
+//! cpu_concurrency = 0          # blocking summary steps at once; 0 = the number of CPUs
 //! read_timeout_s = 60          # reading a client's file (stalled network file systems)
 //!
 //! [summarize]
@@ -132,6 +133,9 @@ pub struct ServiceConfig {
     pub max_pages: u32,
     /// PDFs read and extracted at once (each holds its file in memory).
     pub extract_concurrency: usize,
+    /// Blocking summary steps (extraction, cleaning, ranking, chunking, tokenizing, cache
+    /// I/O) run at once, all requests together; 0 = the number of CPUs.
+    pub cpu_concurrency: usize,
 }
 
 impl Default for ServiceConfig {
@@ -147,6 +151,7 @@ impl Default for ServiceConfig {
             max_text_bytes: 8 << 20,
             max_pages: 2000,
             extract_concurrency: 2,
+            cpu_concurrency: 0,
         }
     }
 }

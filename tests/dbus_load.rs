@@ -39,15 +39,6 @@ struct Tally {
     latencies_ms: Vec<u64>,
 }
 
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
-}
-
 /// Request `r` of client `i`: (text, options, cancel right away).
 fn request(i: usize, r: usize) -> (String, Vec<(&'static str, Value<'static>)>, bool) {
     let unique = format!(

@@ -9,7 +9,10 @@ command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v pdftotext >/dev/null || need+=(poppler-utils)
 command -v groff >/dev/null || need+=(groff)
 command -v cc >/dev/null || need+=(build-essential)
-pkg-config --exists dbus-1 2>/dev/null || need+=(pkg-config)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+command -v setpriv >/dev/null || need+=(util-linux)
+# The GLib client example runs in the tests with Debian's own Python and its GObject bindings.
+[ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import gi' 2>/dev/null || need+=(python3-gi)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "missing packages: ${need[*]} (run as root or install them)" >&2

@@ -156,13 +156,20 @@ async fn run(
 /// stays blocked until the kernel returns; the reads in flight are capped.)
 async fn read_document(core: &Core, file: super::input::DocumentFile) -> Result<Vec<u8>, ServiceError> {
     let max = core.limits.max_pdf_bytes;
-    let timeout = Duration::from_secs(core.limits.read_timeout_s.max(1));
     let permit = core.read_permit().await;
-    let read = tokio::task::spawn_blocking(move || {
+    within(Duration::from_secs(core.limits.read_timeout_s.max(1)), move || {
         let _permit = permit;
         file.read_all(max)
-    });
-    match tokio::time::timeout(timeout, read).await {
+    })
+    .await
+}
+
+/// Runs the blocking `read` and waits at most `timeout` for it.
+async fn within<T: Send + 'static>(
+    timeout: Duration,
+    read: impl FnOnce() -> Result<T, ServiceError> + Send + 'static,
+) -> Result<T, ServiceError> {
+    match tokio::time::timeout(timeout, tokio::task::spawn_blocking(read)).await {
         Ok(Ok(r)) => r,
         Ok(Err(e)) => Err(ServiceError::new(ErrorKind::Failed, format!("reading the document failed: {e}"))),
         Err(_) => Err(ServiceError::new(
@@ -277,4 +284,23 @@ async fn publish_end(core: &Core, job: &JobShared, emitter: &SignalEmitter<'_>, 
         }
     }
     job.mark_done();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_read_that_stalls_ends_in_an_error() {
+        let t0 = std::time::Instant::now();
+        let e = within(Duration::from_millis(100), || {
+            std::thread::sleep(Duration::from_secs(2));
+            Ok(())
+        })
+        .await
+        .unwrap_err();
+        assert!(t0.elapsed() < Duration::from_secs(1));
+        assert!(e.message.contains("read_timeout_s"), "{}", e.message);
+        assert_eq!(within(Duration::from_secs(5), || Ok(7)).await.unwrap(), 7);
+    }
 }

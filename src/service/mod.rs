@@ -3,8 +3,8 @@
 //!
 //! Modules: [`summarizer`] (the service object), [`jobs`] (a job's state), [`job_object`]
 //! (its objects on the bus), [`job_task`] (the task that runs it), [`core`] (shared state,
-//! limits, access checks), [`options`] (the `a{sv}` options), [`input`] (reading client files
-//! safely), [`errors`] (the D-Bus error names), [`bus_string`] (the one string type that goes
+//! limits, access checks), [`intake`] (a call's arguments checked into a request), [`options`]
+//! (the `a{sv}` options), [`input`] (reading client files safely), [`errors`] (the D-Bus error names), [`bus_string`] (the one string type that goes
 //! on the bus), [`introspection`] (what the service object shows of itself).
 //!
 //! Start-up: config -> model (a missing or broken model file leaves the extractive
@@ -16,6 +16,7 @@ pub mod bus_string;
 pub mod core;
 pub mod errors;
 pub mod input;
+pub mod intake;
 pub mod introspection;
 pub mod job_object;
 pub mod job_task;
@@ -186,6 +187,10 @@ pub fn pipeline_settings(cfg: &Config) -> PipelineSettings {
         max_model_chunks: cfg.summarize.max_model_chunks,
         pdf_limits,
         extract_concurrency: cfg.service.extract_concurrency,
+        cpu_concurrency: match cfg.service.cpu_concurrency {
+            0 => PipelineSettings::default().cpu_concurrency,
+            n => n,
+        },
         ..PipelineSettings::default()
     }
 }

@@ -3,10 +3,8 @@
 use super::bus_string::BusString;
 use super::core::{BusKind, Core, Slot};
 use super::errors::{ErrorKind, ServiceError};
-use super::input::DocumentFile;
+use super::intake;
 use super::job_task::{self, Requester};
-use super::jobs::Source;
-use super::options;
 use crate::summarize::Cancel;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -31,14 +29,14 @@ fn caller(hdr: &Header<'_>) -> Result<OwnedUniqueName, ServiceError> {
 
 impl Summarizer {
     fn check_text(&self, text: &str) -> Result<(), ServiceError> {
-        let max = self.core.limits.max_text_bytes;
-        if text.len() as u64 > max {
-            return Err(ServiceError::new(
-                ErrorKind::TooLarge,
-                format!("the text has {} bytes; this daemon accepts at most {max} ([service] max_text_bytes)", text.len()),
-            ));
-        }
-        Ok(())
+        intake::check_text_size(text, &self.core.limits)
+    }
+
+    /// Starts the job of a checked request for its caller.
+    async fn start(&self, conn: &Connection, hdr: &Header<'_>, request: intake::Request) -> Result<OwnedObjectPath, ServiceError> {
+        let (who, slot) = self.admit(conn, hdr).await?;
+        let o = request.options;
+        job_task::start(&self.core, conn, who, slot, request.source, o.summary, o.detach).await
     }
 
     /// The caller and a place for its request under the limits (per connection, or per
@@ -86,10 +84,8 @@ impl Summarizer {
         fd: zbus::zvariant::OwnedFd,
         options: HashMap<String, OwnedValue>,
     ) -> Result<OwnedObjectPath, ServiceError> {
-        let opts = options::parse(&options)?;
-        let file = DocumentFile::from_fd(std::os::fd::OwnedFd::from(fd), self.core.limits.max_pdf_bytes)?;
-        let (who, slot) = self.admit(conn, &hdr).await?;
-        job_task::start(&self.core, conn, who, slot, Source::Pdf(file), opts.summary, opts.detach).await
+        let request = intake::fd(std::os::fd::OwnedFd::from(fd), &options, &self.core.limits)?;
+        self.start(conn, &hdr, request).await
     }
 
     /// Summarize the PDF at an absolute `path`, opened by the daemon. Session bus only: on
@@ -106,10 +102,8 @@ impl Summarizer {
                 "SummarizePath is not available on the system bus: open the file and pass its descriptor to SummarizeFd",
             ));
         }
-        let opts = options::parse(&options)?;
-        let file = DocumentFile::open_path(std::path::Path::new(&path), self.core.limits.max_pdf_bytes)?;
-        let (who, slot) = self.admit(conn, &hdr).await?;
-        job_task::start(&self.core, conn, who, slot, Source::Pdf(file), opts.summary, opts.detach).await
+        let request = intake::path(&path, &options, &self.core.limits)?;
+        self.start(conn, &hdr, request).await
     }
 
     /// Summarize a UTF-8 text (form feeds separate pages). Options as for SummarizeFd, but
@@ -121,13 +115,8 @@ impl Summarizer {
         text: String,
         options: HashMap<String, OwnedValue>,
     ) -> Result<OwnedObjectPath, ServiceError> {
-        let opts = options::parse(&options)?;
-        if opts.summary.password.is_some() {
-            return Err(ServiceError::invalid_args("the password option applies to PDFs only"));
-        }
-        self.check_text(&text)?;
-        let (who, slot) = self.admit(conn, &hdr).await?;
-        job_task::start(&self.core, conn, who, slot, Source::Text(text), opts.summary, opts.detach).await
+        let request = intake::text(text, &options, &self.core.limits)?;
+        self.start(conn, &hdr, request).await
     }
 
     /// SeqGPT classification: which of `labels` apply to `text`. Returns the labels the

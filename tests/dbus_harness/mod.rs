@@ -26,10 +26,58 @@ pub struct Bus {
     pub dir: tempfile::TempDir,
 }
 
+/// The system bus's default policy (Debian's system.conf), under which the shipped policy file
+/// decides who may own and call the service.
+const SYSTEM_DEFAULT_POLICY: &str = r#"<policy context="default">
+    <allow user="*"/>
+    <deny own="*"/>
+    <deny send_type="method_call"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+    <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
+  </policy>"#;
+
+const SESSION_POLICY: &str = r#"<policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>"#;
+
 impl Bus {
     /// Starts a bus, or returns `None` (after saying why) when dbus-daemon is not installed
     /// and this is not CI.
     pub fn start() -> Option<Bus> {
+        Self::start_with("session", SESSION_POLICY.to_string())
+    }
+
+    /// A system-type bus with the policy file the package installs, its names mapped onto
+    /// accounts of this machine: the daemon's user `seqgpt` -> root (the tests start the
+    /// daemon), the callers' group `seqgpt-users` -> nogroup (the group of `nobody`). Its
+    /// socket is open to every user, so that `nobody` can connect. `None` (after saying why)
+    /// where this process is not root: connecting as another user needs it.
+    pub fn start_system() -> Option<Bus> {
+        // SAFETY: getuid has no preconditions.
+        if unsafe { libc::getuid() } != 0 {
+            eprintln!("SKIPPED: a system-type bus with two users needs root; this test did not run");
+            return None;
+        }
+        let shipped = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("systemd/dbus/system.d/org.seqgpt.Summarizer1.conf"),
+        )
+        .expect("the shipped policy file");
+        let start = shipped.find("<busconfig>").expect("<busconfig>") + "<busconfig>".len();
+        let end = shipped.rfind("</busconfig>").expect("</busconfig>");
+        let policy = shipped[start..end].replace("user=\"seqgpt\"", "user=\"root\"").replace("group=\"seqgpt-users\"", "group=\"nogroup\"");
+        // The shipped file's own root policy and the mapped daemon policy are both for root now.
+        Self::start_with("system", format!("{SYSTEM_DEFAULT_POLICY}\n{policy}"))
+    }
+
+    fn start_with(kind: &str, policy: String) -> Option<Bus> {
         let exe = ["/usr/bin/dbus-daemon", "/bin/dbus-daemon"].into_iter().find(|p| Path::new(p).exists());
         let Some(exe) = exe else {
             if std::env::var_os("CI").is_some() {
@@ -47,14 +95,10 @@ impl Bus {
                 r#"<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <busconfig>
-  <type>session</type>
+  <type>{kind}</type>
   <listen>unix:path={}</listen>
   <auth>EXTERNAL</auth>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
+  {policy}
 </busconfig>
 "#,
                 socket.display()
@@ -75,8 +119,60 @@ impl Bus {
         BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut line).expect("dbus-daemon address");
         let address = line.trim().to_string();
         assert!(address.starts_with("unix:"), "dbus-daemon printed {address:?}");
+        if kind == "system" {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).expect("chmod bus dir");
+            std::fs::set_permissions(&socket, std::fs::Permissions::from_mode(0o666)).expect("chmod bus socket");
+        }
         Some(Bus { child, address, dir })
     }
+
+    /// Runs `program args` as the Unix user `user` (through setpriv), returning its exit
+    /// status and output (stdout then stderr).
+    pub fn run_as(&self, user: &str, program: &str, args: &[&str]) -> (bool, String) {
+        let out = Command::new("setpriv")
+            .args(["--reuid", user, "--regid", user_group(user), "--init-groups", program])
+            .args(args)
+            .output()
+            .expect("run setpriv");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.success(), text)
+    }
+
+    /// `busctl call` on this bus as `user`: (success, output).
+    pub fn busctl_as(&self, user: &str, args: &[&str]) -> (bool, String) {
+        let address = format!("--address={}", self.address);
+        let mut all = vec![address.as_str(), "--timeout=30"];
+        all.extend_from_slice(args);
+        self.run_as(user, "busctl", &all)
+    }
+
+    /// `dbus-send --print-reply` on this bus as `user`: (success, output; an error's output
+    /// starts with "Error NAME").
+    pub fn dbus_send_as(&self, user: &str, args: &[&str]) -> (bool, String) {
+        let address = format!("--bus={}", self.address);
+        let mut all = vec![address.as_str(), "--print-reply", "--reply-timeout=30000"];
+        all.extend_from_slice(args);
+        self.run_as(user, "dbus-send", &all)
+    }
+}
+
+/// The primary group of the test users.
+fn user_group(user: &str) -> &'static str {
+    match user {
+        "nobody" => "nogroup",
+        _ => "root",
+    }
+}
+
+/// Resident memory of process `pid`, in KiB.
+pub fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap_or(0)
 }
 
 impl Drop for Bus {
