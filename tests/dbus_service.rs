@@ -507,3 +507,32 @@ async fn seqgpt_summarize_talks_to_the_daemon() {
     .await
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_job_says_where_its_sentences_stand() {
+    let Some(bus) = Bus::start() else { return };
+    let _daemon = Daemon::start(&bus, "", &[]);
+    let mut c = Client::connect(&bus.address).await;
+    let file = std::fs::File::open(sample("report-3pages.pdf")).unwrap();
+    let job = c.summarize_fd(&file, &opts(&[("max_words", Value::from(60u32))])).await.unwrap();
+    let events = c.events(job.as_str(), T).await;
+    let Some(Event::Finished(summary, stats)) = events.last() else { panic!("{events:?}") };
+    assert!(summary.split_whitespace().count() <= 60, "{summary}");
+    type Anchors = Vec<(String, u32, u32, u32, Vec<(f64, f64, f64, f64)>)>;
+    let in_signal: Anchors = stats["anchors"].try_clone().unwrap().try_into().unwrap();
+    let in_property: Anchors = c.property(job.as_str(), "org.seqgpt.Job1", "Anchors").await.unwrap().try_into().unwrap();
+    assert_eq!(in_signal, in_property);
+    assert!(!in_signal.is_empty());
+    let pdf = std::fs::read(sample("report-3pages.pdf")).unwrap();
+    let pages = seqgpt::pdf::extract_text(&pdf, &Default::default()).unwrap().pages;
+    for (text, page, start, end, boxes) in &in_signal {
+        assert!(summary.contains(text.as_str()), "{text} not in {summary}");
+        let on_page: String = pages[*page as usize - 1].text.chars().skip(*start as usize).take((end - start) as usize).collect();
+        assert_eq!(&on_page.split_whitespace().collect::<Vec<_>>().join(" "), text);
+        let [x0, y0, x1, y1] = pages[*page as usize - 1].area.unwrap().map(f64::from);
+        assert!(!boxes.is_empty() && boxes.iter().all(|b| b.0 >= x0 && b.1 >= y0 && b.2 <= x1 && b.3 <= y1), "{boxes:?}");
+    }
+    // A bad max_words is InvalidArgs.
+    let e = c.summarize_text(ARTICLE, &opts(&[("max_words", Value::from(0u32))])).await.unwrap_err();
+    assert_eq!(error_name(&e), "org.freedesktop.DBus.Error.InvalidArgs", "{e}");
+}

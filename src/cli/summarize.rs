@@ -8,6 +8,7 @@ use crate::service::errors::ServiceError;
 use crate::service::jobs::JOBS_PATH;
 use crate::service::{connection_builder, options::parse_pages, Bus, SERVICE_NAME, SERVICE_PATH};
 use crate::summarize::pipeline::{Input, Observer, Pipeline, Stage};
+use crate::summarize::document::Anchor;
 use crate::summarize::{Language, Length, MethodChoice, Style, Summary, SummaryOptions};
 use anyhow::{bail, Context};
 use futures_util::StreamExt;
@@ -75,8 +76,15 @@ pub struct SummarizeArgs {
     /// Password of an encrypted PDF.
     #[arg(long)]
     pub password: Option<String>,
+    /// The summary's length: short, medium or long (60, 120, 250 words; a CJK character counts
+    /// as a word). --max-words overrides it.
     #[arg(long, value_enum, default_value = "medium")]
     pub length: LengthArg,
+    /// The most words the summary may have (a CJK character counts as one). An extractive
+    /// summary fills at least 85% of it, in whole sentences, when the document has that much
+    /// prose.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub max_words: Option<u32>,
     #[arg(long, value_enum, default_value = "auto")]
     pub language: LanguageArg,
     #[arg(long, value_enum, default_value = "paragraph")]
@@ -87,9 +95,16 @@ pub struct SummarizeArgs {
     /// Do not use the daemon's summary cache.
     #[arg(long)]
     pub no_cache: bool,
-    /// Print one JSON object: {"summary", "method", "stats", "job"}.
+    /// Print one JSON object: {"summary", "method", "sentences", "stats", "job"}; "sentences"
+    /// says where each sentence of the summary stands: {"text", "page", "start", "end",
+    /// "boxes"} (docs/SUMMARIZE.md).
     #[arg(long)]
     pub json: bool,
+    /// With --local: print, instead of the summary, why the extractive summary is what it is:
+    /// every block with its kind and section, every sentence with its features and score
+    /// (JSON).
+    #[arg(long, requires = "local")]
+    pub explain: bool,
     /// Ask the daemon on the system bus.
     #[arg(long, conflicts_with_all = ["address", "local"])]
     pub system: bool,
@@ -126,11 +141,20 @@ impl SummarizeArgs {
                 MethodArg::Extractive => MethodChoice::Extractive,
             },
             no_cache: self.no_cache,
+            max_words: self.max_words,
         })
     }
 }
 
 pub fn run(args: SummarizeArgs) -> anyhow::Result<()> {
+    if args.explain {
+        let bytes = read_input(&args)?;
+        let input = if args.text { Input::Text(text_of(bytes, &args)?) } else { Input::Pdf { bytes, permit: None } };
+        let v = crate::summarize::pipeline::explain(input, &args.options()?, &crate::pdf::Limits::default())
+            .map_err(|e| anyhow::anyhow!("{}", ServiceError::from(e)))?;
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let timeout = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
     let fut = async {
@@ -153,13 +177,14 @@ pub fn run(args: SummarizeArgs) -> anyhow::Result<()> {
 struct Outcome {
     summary: String,
     method: String,
+    sentences: Vec<Anchor>,
     stats: serde_json::Value,
     job: Option<String>,
 }
 
 fn print_outcome(o: &Outcome, json: bool) -> anyhow::Result<()> {
     if json {
-        let v = serde_json::json!({"summary": o.summary, "method": o.method, "stats": o.stats, "job": o.job});
+        let v = serde_json::json!({"summary": o.summary, "method": o.method, "sentences": o.sentences, "stats": o.stats, "job": o.job});
         println!("{v}");
     } else {
         println!("{}", o.summary);
@@ -287,6 +312,7 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     Ok(Outcome {
         method: summary.method.as_str().to_string(),
         stats: serde_json::to_value(&summary.stats)?,
+        sentences: summary.sentences,
         summary: summary.text,
         job: None,
     })
@@ -329,6 +355,9 @@ async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     );
     if opts.no_cache {
         dict.insert("no_cache", Value::from(true));
+    }
+    if let Some(n) = opts.max_words {
+        dict.insert("max_words", Value::from(n));
     }
     if let Some(pw) = &args.password {
         dict.insert("password", Value::from(pw.as_str()));
@@ -406,12 +435,13 @@ async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
         }
     };
     display.finish();
-    let (summary, stats) = result?;
+    let (summary, mut stats) = result?;
     let method = match stats.get("method").map(|v| &**v) {
         Some(Value::Str(s)) => s.to_string(),
         _ => String::new(),
     };
-    Ok(Outcome { summary, method, stats: dict_to_json(&stats), job: Some(job.to_string()) })
+    let sentences = stats.remove("anchors").map(|v| anchors_of(&v)).unwrap_or_default();
+    Ok(Outcome { summary, method, sentences, stats: dict_to_json(&stats), job: Some(job.to_string()) })
 }
 
 /// An anonymous in-memory file holding `bytes` (a regular file for the daemon's checks).
@@ -451,6 +481,21 @@ fn parse_signal(msg: &zbus::Message) -> Option<JobSignal> {
         "Failed" => body.deserialize::<(String, String)>().ok().map(|(n, m)| JobSignal::Failed(n, m)),
         _ => None,
     }
+}
+
+/// The `anchors` of a Finished signal (`a(suuua(dddd))`, docs/DBUS.md).
+fn anchors_of(v: &Value<'_>) -> Vec<Anchor> {
+    type Wire = Vec<(String, u32, u32, u32, Vec<(f64, f64, f64, f64)>)>;
+    let Ok(list) = <Wire>::try_from(v.try_clone().unwrap_or(Value::from(false))) else { return Vec::new() };
+    list.into_iter()
+        .map(|(text, page, start, end, boxes)| Anchor {
+            text,
+            page,
+            start,
+            end,
+            boxes: boxes.into_iter().map(|(a, b, c, d)| [a as f32, b as f32, c as f32, d as f32]).collect(),
+        })
+        .collect()
 }
 
 /// A stats dictionary as JSON (numbers, booleans, strings, string lists).

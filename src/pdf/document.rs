@@ -331,3 +331,17 @@ pub(crate) fn page_content(doc: &Document, page: &Dictionary, budget: &mut super
     }
     Ok(Some(out))
 }
+
+/// The /Title of the information dictionary, decoded, when it holds text (at most 512
+/// characters; producers sometimes put a file name or nothing there).
+pub(crate) fn info_title(doc: &Document) -> Option<String> {
+    let info = doc.trailer.get(b"Info").ok().and_then(|o| super::objects::dict_of(doc, o))?;
+    let raw = match info.get(b"Title").ok().map(|o| super::objects::deref(doc, o)) {
+        Some(lopdf::Object::String(s, _)) => s.clone(),
+        _ => return None,
+    };
+    let title: String = super::encoding::text_string(&raw).chars().filter(|c| !c.is_control()).take(512).collect();
+    let title = title.trim();
+    let looks_like_file = title.ends_with(".dvi") || title.ends_with(".tex") || title.ends_with(".pdf") || title.ends_with(".doc");
+    (title.chars().filter(|c| c.is_alphabetic()).count() >= 3 && !looks_like_file).then(|| title.to_string())
+}

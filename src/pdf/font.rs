@@ -45,6 +45,64 @@ pub(crate) struct Font {
     gid_unicode: Vec<(u16, char)>,
     /// Glyph height scale relative to a standard 1000-unit font (Type 3 fonts: from /FontMatrix).
     pub(crate) em_scale: f32,
+    /// What the font's name and descriptor say of its design ([`style`] bits).
+    pub(crate) style: u8,
+}
+
+/// Bits of [`Font::style`]: what the layout's readers (the summarizer's block classifier) use
+/// to tell code, formulas and headings from prose.
+pub mod style {
+    /// Every glyph has the same width (a typewriter face: code, console output).
+    pub const MONOSPACE: u8 = 1;
+    /// A mathematics face (TeX's math italic, symbols and extensions, AMS symbols, the Symbol
+    /// font, fonts named *Math*).
+    pub const MATH: u8 = 2;
+    pub const BOLD: u8 = 4;
+    pub const ITALIC: u8 = 8;
+}
+
+/// The style bits of a font from its /BaseFont name (subset prefix removed) and its
+/// descriptor's /Flags. Names are matched the way typesetters name their faces, not by
+/// document: TeX's Computer Modern and Latin Modern families (cmtt, cmmi, cmsy, cmbx, ...),
+/// and the words foundries put in names (Mono, Courier, Bold, Italic, Math, ...).
+pub(crate) fn style_of(base_font: &[u8], flags: i64) -> u8 {
+    let name = String::from_utf8_lossy(base_font).to_ascii_lowercase();
+    let family: String = name.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
+    let has = |words: &[&str]| words.iter().any(|w| name.contains(w));
+    let mut bits = 0;
+    const FIXED_PITCH: i64 = 1;
+    const ITALIC_FLAG: i64 = 1 << 6;
+    const FORCE_BOLD: i64 = 1 << 18;
+    if flags & FIXED_PITCH != 0
+        || (name.contains("mono") && !name.contains("monotype"))
+        || has(&["courier", "typewriter", "consol", "menlo", "monaco", "inconsolata", "fixed"])
+        || matches!(family.as_str(), "cmtt" | "cmsltt" | "cmitt" | "cmtex" | "sftt" | "lmtt" | "txtt" | "pcr" | "ectt" | "tctt")
+    {
+        bits |= style::MONOSPACE;
+    }
+    if has(&["math", "symbol"])
+        || matches!(
+            family.as_str(),
+            "cmmi" | "cmmib" | "cmsy" | "cmbsy" | "cmex" | "msam" | "msbm" | "eufm" | "eufb" | "eusm" | "rsfs" | "lmmi"
+                | "lmsy" | "lmex" | "txsy" | "txex" | "txmi" | "pxsy" | "pxex" | "pxmi" | "stmary" | "wasy" | "esint"
+                | "mtmi" | "mtsy" | "mtex" | "rmtmi" | "zxlr"
+        )
+    {
+        bits |= style::MATH;
+    }
+    if flags & FORCE_BOLD != 0
+        || has(&["bold", "black", "heavy", "semibold", "demi"])
+        || matches!(family.as_str(), "cmbx" | "cmb" | "cmssbx" | "cmbxti" | "cmbxsl" | "lmbx")
+    {
+        bits |= style::BOLD;
+    }
+    if flags & ITALIC_FLAG != 0
+        || has(&["italic", "oblique"])
+        || matches!(family.as_str(), "cmti" | "cmsl" | "cmbxti" | "cmmi" | "cmitt" | "lmri" | "lmti")
+    {
+        bits |= style::ITALIC;
+    }
+    bits
 }
 
 /// Most /W, /W2 or /Widths entries read.
@@ -324,6 +382,7 @@ fn load_simple(doc: &Document, dict: &Dictionary, budget: &mut Budget, type3: bo
         cid_to_gid: None,
         gid_unicode: Vec::new(),
         em_scale,
+        style: style_of(base_font, flags),
     })
 }
 
@@ -399,6 +458,11 @@ fn load_type0(doc: &Document, dict: &Dictionary, budget: &mut Budget) -> Result<
     let descendant = get_array(doc, dict, b"DescendantFonts").and_then(|a| a.first()).and_then(|o| dict_of(doc, o));
     let empty = Dictionary::new();
     let cid_font = descendant.unwrap_or(&empty);
+    let style = {
+        let name = get_name(doc, dict, b"BaseFont").or_else(|| get_name(doc, cid_font, b"BaseFont")).map(strip_subset);
+        let flags = get_dict(doc, cid_font, b"FontDescriptor").and_then(|d| get_num(doc, d, b"Flags")).unwrap_or(0.0) as i64;
+        style_of(name.unwrap_or(b""), flags)
+    };
 
     let mut collection = None;
     if let Some(info) = get_dict(doc, cid_font, b"CIDSystemInfo") {
@@ -463,6 +527,7 @@ fn load_type0(doc: &Document, dict: &Dictionary, budget: &mut Budget) -> Result<
         cid_to_gid,
         gid_unicode,
         em_scale: 1.0,
+        style,
     })
 }
 

@@ -29,6 +29,8 @@ pub(crate) struct Glyph {
     pub(crate) len: u32,
     /// Order of appearance.
     pub(crate) seq: u32,
+    /// The font's style bits (`font::style`).
+    pub(crate) style: u8,
 }
 
 /// What a page's content streams showed.
@@ -504,7 +506,7 @@ impl<'a> Interp<'a> {
                 continue;
             }
             let seq = self.out.glyphs.len() as u32;
-            self.out.glyphs.push(Glyph { x, y, adv, size: height, rot, start: start as u32, len: len as u32, seq });
+            self.out.glyphs.push(Glyph { x, y, adv, size: height, rot, start: start as u32, len: len as u32, seq, style: font.style });
         }
         Ok(())
     }

@@ -12,9 +12,14 @@
 //! 5. Blocks are ordered by Breuel's rules (above-and-overlapping, or left-of with nothing in
 //!    between), which reads columns top to bottom, left to right.
 //! 6. Output: lines joined by newlines, a hyphen at the end of a line inside a block joins the
-//!    word, a blank line between blocks.
+//!    word, a blank line between blocks. Beside the text, each output line is described
+//!    ([`TextLine`]): its range in the text, its box and its glyphs' boxes in user space, its
+//!    size, the share of its glyphs in monospace, math, bold and italic faces, and its raised
+//!    small runs (superscripts).
 
+use super::font::style;
 use super::interp::{Glyph, PageContent};
+use super::{GlyphBox, TextLine};
 
 /// A gap wider than this many font sizes starts a new segment (column, table cell).
 const SEGMENT_GAP: f32 = 1.5;
@@ -39,6 +44,37 @@ struct G {
     s: f32,
     size: f32,
     idx: usize,
+    /// The glyph's font style bits.
+    style: u8,
+}
+
+/// A page laid out: its text, and a description of each of its lines.
+pub(crate) struct Layout {
+    pub(crate) text: String,
+    pub(crate) lines: Vec<TextLine>,
+}
+
+/// User-space point of frame coordinates (p along the baseline, s down the page) for
+/// writing direction `rot` (the inverse of [`frame`]).
+fn user(rot: u8, p: f32, s: f32) -> (f32, f32) {
+    match rot {
+        0 => (p, -s),
+        1 => (-s, -p),
+        2 => (-p, s),
+        _ => (s, p),
+    }
+}
+
+/// The box of frame extent [p0, p1] x [top, bottom] in user space, clamped to `clip`.
+fn user_box(rot: u8, p0: f32, p1: f32, top: f32, bottom: f32, clip: Option<[f64; 4]>) -> [f32; 4] {
+    let (ax, ay) = user(rot, p0, top);
+    let (bx, by) = user(rot, p1, bottom);
+    let mut b = [ax.min(bx), ay.min(by), ax.max(bx), ay.max(by)];
+    if let Some([x0, y0, x1, y1]) = clip {
+        let (x0, y0, x1, y1) = (x0 as f32, y0 as f32, x1 as f32, y1 as f32);
+        b = [b[0].clamp(x0, x1), b[1].clamp(y0, y1), b[2].clamp(x0, x1), b[3].clamp(y0, y1)];
+    }
+    b
 }
 
 struct Segment {
@@ -80,7 +116,7 @@ fn unspaced_script(c: char) -> bool {
 
 /// Lay out a page's glyphs. `bbox` is the visible page area (x0, y0, x1, y1) in user space;
 /// glyphs wholly outside it are dropped, as pdftotext does.
-pub(crate) fn layout(page: &PageContent, bbox: Option<[f64; 4]>) -> String {
+pub(crate) fn layout(page: &PageContent, bbox: Option<[f64; 4]>) -> Layout {
     let text = page.text.as_str();
     let inside = |g: &Glyph| -> bool {
         let Some([x0, y0, x1, y1]) = bbox else { return true };
@@ -89,6 +125,7 @@ pub(crate) fn layout(page: &PageContent, bbox: Option<[f64; 4]>) -> String {
         x >= x0 - m && x <= x1 + m && y >= y0 - m && y <= y1 + m
     };
     let mut out = String::new();
+    let mut out_lines: Vec<TextLine> = Vec::new();
     let mut counts = [0usize; 4];
     for g in &page.glyphs {
         counts[usize::from(g.rot & 3)] += 1;
@@ -103,7 +140,7 @@ pub(crate) fn layout(page: &PageContent, bbox: Option<[f64; 4]>) -> String {
             .filter(|(_, g)| g.rot == rot && inside(g) && g.size > 0.0)
             .map(|(idx, g)| {
                 let (p, s) = frame(g);
-                G { p0: p, p1: p + g.adv.max(0.0), s, size: g.size, idx }
+                G { p0: p, p1: p + g.adv.max(0.0), s, size: g.size, idx, style: g.style }
             })
             .collect();
         if gs.is_empty() {
@@ -116,25 +153,92 @@ pub(crate) fn layout(page: &PageContent, bbox: Option<[f64; 4]>) -> String {
         for bi in order.into_iter().filter_map(|u| units.get(u)).flat_map(|u| u.blocks.iter().copied()) {
             let Some(b) = blocks.get(bi) else { continue };
             let mut block_text = String::new();
+            let mut block_lines: Vec<TextLine> = Vec::new();
             for (li, line) in b.lines.iter().enumerate() {
-                let t = line_text(line, &page.glyphs, text);
+                let (t, placed) = line_text(line, &page.glyphs, text);
                 if t.is_empty() {
                     continue;
                 }
+                let start = block_text.len();
                 block_text.push_str(&t);
+                block_lines.push(describe(line, &placed, start, &t, rot, bbox));
                 let last_line = li + 1 == b.lines.len();
                 if !last_line && dehyphenate(&mut block_text) {
+                    if let Some(l) = block_lines.last_mut() {
+                        l.end = block_text.len() as u32;
+                        l.glyphs.retain(|g| (g.start as usize) < block_text.len());
+                    }
                     continue;
                 }
                 block_text.push('\n');
             }
             if !block_text.trim().is_empty() {
+                let base = out.len() as u32;
+                for (i, mut l) in block_lines.into_iter().enumerate() {
+                    l.start += base;
+                    l.end += base;
+                    l.block_start = i == 0;
+                    l.superscripts.iter_mut().for_each(|r| *r = (r.0 + base, r.1 + base));
+                    l.glyphs.iter_mut().for_each(|g| g.start += base);
+                    out_lines.push(l);
+                }
                 out.push_str(&block_text);
                 out.push('\n');
             }
         }
     }
-    out
+    Layout { text: out, lines: out_lines }
+}
+
+/// The description of one output line whose text starts at byte `start` of its block's text;
+/// `placed` pairs each glyph's byte offset within the line's text with the glyph.
+fn describe(seg: &Segment, placed: &[(u32, G)], start: usize, line: &str, rot: u8, clip: Option<[f64; 4]>) -> TextLine {
+    let len = line.len();
+    let top = |g: &G| g.s - 0.85 * g.size;
+    let bottom = |g: &G| g.s + 0.25 * g.size;
+    let glyphs: Vec<GlyphBox> =
+        placed.iter().map(|(off, g)| GlyphBox { start: start as u32 + off, bbox: user_box(rot, g.p0, g.p1, top(g), bottom(g), clip) }).collect();
+    let (mut mono, mut math, mut bold, mut italic) = (0usize, 0usize, 0usize, 0usize);
+    for (_, g) in placed {
+        let st = g.style;
+        mono += usize::from(st & style::MONOSPACE != 0);
+        math += usize::from(st & style::MATH != 0);
+        bold += usize::from(st & style::BOLD != 0);
+        italic += usize::from(st & style::ITALIC != 0);
+    }
+    let n = placed.len().max(1) as f32;
+    // Superscripts: glyphs clearly smaller than the line's and raised above its baseline.
+    let mut superscripts: Vec<(u32, u32)> = Vec::new();
+    for (i, (off, g)) in placed.iter().enumerate() {
+        let raised = g.size <= 0.8 * seg.size && g.s < seg.s - 0.15 * seg.size;
+        if !raised {
+            continue;
+        }
+        let from = start as u32 + off;
+        // To the next glyph, spaces between them left out.
+        let next = placed.get(i + 1).map_or(len, |(o, _)| *o as usize);
+        let to = start as u32 + line[..next].trim_end().len().max(*off as usize + 1) as u32;
+        match superscripts.last_mut() {
+            Some(last) if last.1 == from => last.1 = to,
+            _ => superscripts.push((from, to)),
+        }
+    }
+    let (p0, p1) = (seg.p0, seg.p1);
+    let t = placed.iter().map(|(_, g)| top(g)).fold(f32::MAX, f32::min).min(seg.s - 0.85 * seg.size);
+    let b = placed.iter().map(|(_, g)| bottom(g)).fold(f32::MIN, f32::max).max(seg.s + 0.25 * seg.size);
+    TextLine {
+        start: start as u32,
+        end: (start + len) as u32,
+        block_start: false,
+        bbox: user_box(rot, p0, p1, t, b, clip),
+        size: seg.size,
+        mono: mono as f32 / n,
+        math: math as f32 / n,
+        bold: bold as f32 / n,
+        italic: italic as f32 / n,
+        superscripts,
+        glyphs,
+    }
 }
 
 /// Remove a trailing hyphen that breaks a word across lines; true if removed.
@@ -222,8 +326,10 @@ fn make_segment(glyphs: Vec<G>, line: usize) -> Segment {
     Segment { glyphs, p0, p1: p1.max(p0), s, size, line }
 }
 
-fn line_text(seg: &Segment, glyphs: &[Glyph], text: &str) -> String {
+/// The text of a line, and each placed glyph with its byte offset in that text.
+fn line_text(seg: &Segment, glyphs: &[Glyph], text: &str) -> (String, Vec<(u32, G)>) {
     let mut s = String::new();
+    let mut placed: Vec<(u32, G)> = Vec::new();
     let mut prev_end: Option<f32> = None;
     let mut prev_char: Option<char> = None;
     let mut pending_space = false;
@@ -248,12 +354,20 @@ fn line_text(seg: &Segment, glyphs: &[Glyph], text: &str) -> String {
             }
         }
         pending_space = false;
+        placed.push((s.len() as u32, *g));
         s.push_str(t);
         prev_char = t.chars().next_back();
         prev_end = Some(g.p1.max(g.p0));
     }
-    let trimmed = s.trim_end();
-    trimmed.trim_start().to_string()
+    s.truncate(s.trim_end().len());
+    let lead = s.len() - s.trim_start().len();
+    if lead > 0 {
+        s.drain(..lead);
+        placed.retain(|(o, _)| *o as usize >= lead);
+        placed.iter_mut().for_each(|(o, _)| *o -= lead as u32);
+    }
+    placed.retain(|(o, _)| (*o as usize) < s.len());
+    (s, placed)
 }
 
 /// Stack segments into blocks.
@@ -468,7 +582,7 @@ mod tests {
                 p.text.push(ch);
                 let len = p.text.len() as u32 - start;
                 let seq = p.glyphs.len() as u32;
-                p.glyphs.push(Glyph { x, y: *y, adv: 0.5 * size, size: *size, rot: 0, start, len, seq });
+                p.glyphs.push(Glyph { x, y: *y, adv: 0.5 * size, size: *size, rot: 0, start, len, seq, style: 0 });
                 x += 0.5 * size;
             }
         }
@@ -478,7 +592,7 @@ mod tests {
     #[test]
     fn words_and_lines() {
         let p = page(&[("Hello", 72.0, 700.0, 10.0), ("world", 100.0, 700.0, 10.0), ("next", 72.0, 688.0, 10.0)]);
-        assert_eq!(layout(&p, None), "Hello world\nnext\n\n");
+        assert_eq!(layout(&p, None).text, "Hello world\nnext\n\n");
     }
 
     #[test]
@@ -489,7 +603,7 @@ mod tests {
             ("left two", 72.0, 688.0, 10.0),
             ("right two", 300.0, 688.0, 10.0),
         ]);
-        assert_eq!(layout(&p, None), "left one\nleft two\n\nright one\nright two\n\n");
+        assert_eq!(layout(&p, None).text, "left one\nleft two\n\nright one\nright two\n\n");
     }
 
     #[test]
@@ -503,7 +617,7 @@ mod tests {
             ("Methods", 100.0, 678.0, 10.0),
             ("9", 500.0, 678.0, 10.0),
         ]);
-        assert_eq!(layout(&p, None), "1\n\nIntroduction\n\n3\n\n2\n\nMethods\n\n9\n\n");
+        assert_eq!(layout(&p, None).text, "1\n\nIntroduction\n\n3\n\n2\n\nMethods\n\n9\n\n");
         // Headings of two columns that share a baseline are not a table row.
         let p = page(&[
             ("Left head", 72.0, 700.0, 10.0),
@@ -512,17 +626,42 @@ mod tests {
             ("left body two", 72.0, 668.0, 10.0),
             ("right body", 300.0, 680.0, 10.0),
         ]);
-        assert_eq!(layout(&p, None), "Left head\n\nleft body one\nleft body two\n\nRight head\n\nright body\n\n");
+        assert_eq!(layout(&p, None).text, "Left head\n\nleft body one\nleft body two\n\nRight head\n\nright body\n\n");
     }
 
     #[test]
     fn dehyphenation_cjk_and_korean() {
         let p = page(&[("extrac-", 72.0, 700.0, 10.0), ("tion", 72.0, 688.0, 10.0)]);
-        assert_eq!(layout(&p, None), "extraction\n\n");
+        assert_eq!(layout(&p, None).text, "extraction\n\n");
         let p = page(&[("中文", 72.0, 700.0, 10.0), ("字", 84.0, 700.0, 10.0)]);
-        assert_eq!(layout(&p, None), "中文字\n\n");
+        assert_eq!(layout(&p, None).text, "中文字\n\n");
         // Korean words keep their spaces.
         let p = page(&[("강남", 72.0, 700.0, 10.0), ("스타일", 85.0, 700.0, 10.0)]);
-        assert_eq!(layout(&p, None), "강남 스타일\n\n");
+        assert_eq!(layout(&p, None).text, "강남 스타일\n\n");
+    }
+
+    #[test]
+    fn lines_describe_their_text_and_place() {
+        // A line with a raised small footnote mark, then a second line.
+        let mut p = page(&[("Hello world", 72.0, 700.0, 10.0), ("next line", 72.0, 688.0, 10.0)]);
+        let start = p.text.len() as u32;
+        p.text.push('2');
+        let seq = p.glyphs.len() as u32;
+        p.glyphs.push(Glyph { x: 127.0, y: 704.0, adv: 3.5, size: 7.0, rot: 0, start, len: 1, seq, style: 0 });
+        let laid = layout(&p, Some([0.0, 0.0, 612.0, 792.0]));
+        assert_eq!(laid.text, "Hello world2\nnext line\n\n");
+        assert_eq!(laid.lines.len(), 2);
+        let (a, b) = (&laid.lines[0], &laid.lines[1]);
+        assert_eq!(&laid.text[a.start as usize..a.end as usize], "Hello world2");
+        assert_eq!(&laid.text[b.start as usize..b.end as usize], "next line");
+        assert!(a.block_start && !b.block_start);
+        assert_eq!(a.superscripts.len(), 1, "{:?}", a.superscripts);
+        assert_eq!(a.superscripts[0].0, a.end - 1);
+        assert!(b.superscripts.is_empty());
+        // Boxes in user space (y up): the first line above the second, inside the page.
+        assert!(a.bbox[1] > b.bbox[1] && a.bbox[0] >= 71.0 && a.bbox[2] <= 131.0, "{:?} {:?}", a.bbox, b.bbox);
+        assert!(a.bbox[1] < 700.0 && a.bbox[3] > 700.0);
+        assert_eq!(a.glyphs.len(), 11, "one box per glyph, spaces not counted");
+        assert_eq!(a.glyphs[0].start, a.start);
     }
 }

@@ -62,7 +62,7 @@ pub enum PageStatus {
 }
 
 /// The text of one page.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PageText {
     /// 1-based page number.
     pub number: u32,
@@ -70,10 +70,47 @@ pub struct PageText {
     /// an empty line.
     pub text: String,
     pub status: PageStatus,
+    /// Each line of `text` as laid out on the page, in order.
+    pub lines: Vec<TextLine>,
+    /// The page's visible area in user space (x0, y0, x1, y1): its CropBox within its MediaBox
+    /// (every line and glyph box lies inside it); `None` when the page gives none.
+    pub area: Option<[f32; 4]>,
+}
+
+/// One line of a page's text, as it stands on the page. Readers of the layout (the
+/// summarizer's block classes and sentence anchors) use these; the text itself is the page's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextLine {
+    /// Byte range of the line in the page text (without its line break).
+    pub start: u32,
+    pub end: u32,
+    /// The first line of a block (paragraph): the page text has a blank line before it.
+    pub block_start: bool,
+    /// The line's box in user space: x0, y0, x1, y1 (y up), within the page's area.
+    pub bbox: [f32; 4],
+    /// The size of the line's largest glyphs, in user-space units.
+    pub size: f32,
+    /// Shares of the line's glyphs set in a monospace, math, bold and italic face.
+    pub mono: f32,
+    pub math: f32,
+    pub bold: f32,
+    pub italic: f32,
+    /// Byte ranges (in the page text) of runs clearly smaller than the line and raised above
+    /// its baseline: superscripts, such as footnote marks.
+    pub superscripts: Vec<(u32, u32)>,
+    /// Each glyph of the line: the byte offset of its text in the page text, and its box.
+    pub glyphs: Vec<GlyphBox>,
+}
+
+/// A glyph's place: where its text starts in the page text, and its box in user space.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GlyphBox {
+    pub start: u32,
+    pub bbox: [f32; 4],
 }
 
 /// The extracted text of a document.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ExtractedDocument {
     /// Pages in the document (not only the selected ones).
     pub page_count: u32,
@@ -81,6 +118,8 @@ pub struct ExtractedDocument {
     pub pages: Vec<PageText>,
     /// Repairs made to a damaged file, one line each (empty for a sound file).
     pub warnings: Vec<String>,
+    /// The title in the document's information dictionary, when it has a readable one.
+    pub title: Option<String>,
 }
 
 impl ExtractedDocument {
@@ -124,24 +163,25 @@ pub fn extract_text(pdf_bytes: &[u8], opts: &ExtractOptions) -> Result<Extracted
             return Err(PdfError::Cancelled);
         }
         let Some(page) = pages.get((number - 1) as usize) else { break };
-        let (text, status) = match page.dict {
-            None => (String::new(), PageStatus::Unreadable),
+        let area = page.bbox.map(|b| b.map(|v| v as f32));
+        let (text, lines, status) = match page.dict {
+            None => (String::new(), Vec::new(), PageStatus::Unreadable),
             Some(dict) => match document::page_content(&doc, dict, &mut budget)? {
-                None => (String::new(), PageStatus::Unreadable),
+                None => (String::new(), Vec::new(), PageStatus::Unreadable),
                 Some(content) => {
                     let mut it = interp::Interp::new(&doc, &mut budget, &mut cache, limits);
                     it.run(&content, page.resources)?;
                     let shown = it.finish();
-                    let text = layout::layout(&shown, page.bbox);
-                    if text.trim().is_empty() {
-                        (String::new(), PageStatus::NoTextLayer)
+                    let laid = layout::layout(&shown, page.bbox);
+                    if laid.text.trim().is_empty() {
+                        (String::new(), Vec::new(), PageStatus::NoTextLayer)
                     } else {
-                        (text, PageStatus::Text)
+                        (laid.text, laid.lines, PageStatus::Text)
                     }
                 }
             },
         };
-        out.push(PageText { number, text, status });
+        out.push(PageText { number, text, status, lines, area });
     }
     if !out.iter().any(|p| p.status == PageStatus::Text) {
         if out.iter().all(|p| p.status == PageStatus::Unreadable) {
@@ -158,6 +198,7 @@ pub fn extract_text(pdf_bytes: &[u8], opts: &ExtractOptions) -> Result<Extracted
             out.len()
         ));
     }
-    Ok(ExtractedDocument { page_count, pages: out, warnings })
+    let title = document::info_title(&doc);
+    Ok(ExtractedDocument { page_count, pages: out, warnings, title })
 }
 

@@ -106,6 +106,19 @@ impl JobObject {
         Ok(self.job.view().error.as_ref().map_or_else(BusString::default, |e| e.message.clone()))
     }
 
+    /// Where each sentence of the summary stands, once done: (text, page, start, end, boxes),
+    /// start and end in characters of the page's extracted text, boxes (x0, y0, x1, y1) in
+    /// PDF user space (docs/DBUS.md); empty for a free-text model summary.
+    #[zbus(property(emits_changed_signal = "invalidates"))]
+    async fn anchors(
+        &self,
+        #[zbus(header)] hdr: Option<Header<'_>>,
+        #[zbus(connection)] conn: &Connection,
+    ) -> zbus::fdo::Result<Vec<super::jobs::AnchorTuple>> {
+        self.allowed(conn, hdr.as_ref()).await?;
+        Ok(self.job.view().anchors.clone())
+    }
+
     /// The stats of the Finished signal, once done (empty before).
     #[zbus(property(emits_changed_signal = "invalidates"))]
     async fn stats(

@@ -266,7 +266,7 @@ async fn publish_end(core: &Core, job: &JobShared, emitter: &SignalEmitter<'_>, 
     let invalidated: &[&str] = match &result {
         Ok(s) => {
             changed.insert("Method", BusString::message(s.method.as_str()).into());
-            &["Summary", "Stats"]
+            &["Summary", "Stats", "Anchors"]
         }
         Err(e) => {
             changed.insert("ErrorName", BusString::message(e.name()).into());
@@ -277,7 +277,7 @@ async fn publish_end(core: &Core, job: &JobShared, emitter: &SignalEmitter<'_>, 
     let _ = JobProperties::properties_changed(emitter, interface_name(), changed, invalidated).await;
     match &result {
         Ok(s) => {
-            let _ = JobObject::finished(emitter, &BusString::text(&s.text), stats_dict(s.method, &s.stats)).await;
+            let _ = JobObject::finished(emitter, &BusString::text(&s.text), stats_dict(s)).await;
         }
         Err(e) => {
             let _ = JobObject::failed(emitter, &BusString::message(e.name()), &e.message).await;

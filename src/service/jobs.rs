@@ -9,6 +9,7 @@
 use super::bus_string::BusString;
 use super::errors::{ErrorKind, ServiceError};
 use super::input::DocumentFile;
+use crate::summarize::document::Anchor;
 use crate::summarize::{Cancel, Method, Summary, SummaryStats};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -82,6 +83,7 @@ pub(super) struct View {
     pub(super) method: &'static str,
     pub(super) error: Option<ServiceError>,
     pub(super) stats: HashMap<String, OwnedValue>,
+    pub(super) anchors: Vec<AnchorTuple>,
     /// Set by the first accepted stop request.
     stop: Option<Stop>,
 }
@@ -119,6 +121,7 @@ impl JobShared {
                 method: "",
                 error: None,
                 stats: HashMap::new(),
+                anchors: Vec::new(),
                 stop: None,
             }),
             stopped: watch::channel(None).0,
@@ -190,7 +193,8 @@ impl JobShared {
             Ok(s) => {
                 v.summary = BusString::text(&s.text);
                 v.method = s.method.as_str();
-                v.stats = stats_dict(s.method, &s.stats);
+                v.stats = stats_dict(s);
+                v.anchors = anchor_tuples(&s.sentences);
                 let end = v.progress.1.max(v.progress.0);
                 v.progress = (end, end);
             }
@@ -207,7 +211,10 @@ impl JobShared {
     /// Bytes a finished job keeps for its readers (summary and stats).
     pub fn retained_bytes(&self) -> usize {
         let v = self.view();
-        v.summary.len() + v.error.as_ref().map_or(0, |e| e.message.len()) + 64 * v.stats.len()
+        v.summary.len()
+            + v.error.as_ref().map_or(0, |e| e.message.len())
+            + 64 * v.stats.len()
+            + v.anchors.iter().map(|a| 2 * a.0.len() + 32 * a.4.len() + 16).sum::<usize>()
     }
 
     /// Waits until the job ends: (summary, method) or the job's error.
@@ -229,9 +236,33 @@ pub fn job_path() -> OwnedObjectPath {
     OwnedObjectPath::try_from(format!("{JOBS_PATH}/j{token:032x}")).expect("a valid object path")
 }
 
-/// A summary's stats as the `a{sv}` of the Finished signal and the Stats property. Every
-/// string in it is a [`BusString`].
-pub fn stats_dict(method: Method, s: &SummaryStats) -> HashMap<String, OwnedValue> {
+/// A sentence's anchor on the bus: text, page, start, end (characters of the page's text),
+/// boxes (x0, y0, x1, y1 in PDF user space): `(suuua(dddd))`.
+pub type AnchorTuple = (BusString, u32, u32, u32, Vec<(f64, f64, f64, f64)>);
+
+/// Anchors as they go on the bus.
+pub fn anchor_tuples(anchors: &[Anchor]) -> Vec<AnchorTuple> {
+    anchors
+        .iter()
+        .map(|a| {
+            let boxes = a.boxes.iter().map(|b| (f64::from(b[0]), f64::from(b[1]), f64::from(b[2]), f64::from(b[3]))).collect();
+            (BusString::text(&a.text), a.page, a.start, a.end, boxes)
+        })
+        .collect()
+}
+
+/// A summary's stats as the `a{sv}` of the Finished signal and the Stats property, with its
+/// anchors under `anchors`. Every string in it is a [`BusString`].
+pub fn stats_dict(summary: &Summary) -> HashMap<String, OwnedValue> {
+    let mut d = stats_only(summary.method, &summary.stats);
+    if let Ok(v) = OwnedValue::try_from(Value::from(anchor_tuples(&summary.sentences))) {
+        d.insert("anchors".to_string(), v);
+    }
+    d
+}
+
+/// The stats part of [`stats_dict`].
+fn stats_only(method: Method, s: &SummaryStats) -> HashMap<String, OwnedValue> {
     /// Warnings listed at most (a damaged file can have many repairs).
     const MAX_WARNINGS: usize = 32;
     let mut d: HashMap<String, OwnedValue> = HashMap::new();
@@ -275,7 +306,7 @@ mod tests {
             warnings: (0..100).map(|i| format!("w{i}\0")).collect(),
             ..Default::default()
         };
-        let d = stats_dict(Method::Model, &stats);
+        let d = stats_only(Method::Model, &stats);
         assert_eq!(d.len(), 19);
         let model = String::try_from(d["model"].try_clone().unwrap()).unwrap();
         assert_eq!(model, "m\u{FFFD}");
@@ -292,7 +323,7 @@ mod tests {
         assert!(job.stop(Stop::Cancelled));
         assert!(!job.stop(Stop::Cancelled), "asked once");
         assert!(job.cancel.is_cancelled());
-        let ok = Summary { text: "s".into(), method: Method::Extractive, stats: SummaryStats::default() };
+        let ok = Summary { text: "s".into(), method: Method::Extractive, stats: SummaryStats::default(), sentences: Vec::new() };
         let (r, state) = job.finish(Ok(ok));
         assert_eq!(state, JobState::Cancelled);
         assert_eq!(r.unwrap_err().kind, ErrorKind::Cancelled);

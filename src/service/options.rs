@@ -10,6 +10,7 @@
 //! | `method`   | s       | auto, model, extractive                  | auto     |
 //! | `no_cache` | b       | skip the summary cache                   | false    |
 //! | `detach`   | b       | keep the job when the caller disconnects | false    |
+//! | `max_words`| u       | the most words of the summary (1-100000) | by length|
 //!
 //! Unknown keys and wrong types are `InvalidArgs`: a misspelt option must not be ignored.
 
@@ -18,7 +19,7 @@ use crate::summarize::{Language, Length, MethodChoice, Style, SummaryOptions};
 use std::collections::HashMap;
 use zbus::zvariant::{OwnedValue, Value};
 
-pub const KEYS: &[&str] = &["pages", "length", "language", "style", "password", "method", "no_cache", "detach"];
+pub const KEYS: &[&str] = &["pages", "length", "language", "style", "password", "method", "no_cache", "detach", "max_words"];
 
 /// Parsed options: the pipeline's, and the service's own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -69,6 +70,20 @@ pub fn parse(options: &HashMap<String, OwnedValue>) -> Result<RequestOptions, Se
                     .ok_or_else(|| ServiceError::invalid_args(format!("method '{}': expected auto, model or extractive", echo(s))))?;
             }
             "no_cache" => out.summary.no_cache = boolean(key, value)?,
+            "max_words" => {
+                let n = match value {
+                    Value::U32(n) => u64::from(*n),
+                    Value::U64(n) => *n,
+                    Value::I32(n) if *n > 0 => *n as u64,
+                    Value::I64(n) if *n > 0 => *n as u64,
+                    Value::U16(n) => u64::from(*n),
+                    other => return Err(wrong_type(key, "u", other)),
+                };
+                if !(1..=100_000).contains(&n) {
+                    return Err(ServiceError::invalid_args(format!("max_words {n}: expected 1 to 100000")));
+                }
+                out.summary.max_words = Some(n as u32);
+            }
             "detach" => out.detach = boolean(key, value)?,
             other => {
                 return Err(ServiceError::invalid_args(format!("unknown option '{}' (known: {})", echo(other), KEYS.join(", "))));

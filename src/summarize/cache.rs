@@ -1,7 +1,7 @@
 //! The summary cache: finished summaries on disk, keyed by (content hash, model, options), so
 //! that a repeated request is answered at once.
 //!
-//! Layout: `<dir>/v1/<first two hex digits>/<sha256 hex>.json`, one small JSON file per
+//! Layout: `<dir>/v2/<first two hex digits>/<sha256 hex>.json`, one small JSON file per
 //! summary. Writes are atomic (a temporary file in the same directory, fsync, rename, fsync of
 //! the directory), so a crash or a concurrent reader never sees half a file. Files are created
 //! 0600 in directories created 0700. The cache keeps at most `max_entries` files: past that the
@@ -14,6 +14,7 @@
 //! link and without waiting on a FIFO, must be a regular file of at most [`MAX_ENTRY_BYTES`],
 //! and must parse into strings without NUL; anything else is removed and counts as a miss.
 
+use super::document::Anchor;
 use super::{Length, Method, Style, Summary, SummaryStats};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -23,7 +24,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Bumped whenever the pipeline's output for the same input may change.
-const FORMAT: &str = "v1";
+const FORMAT: &str = "v2";
 
 /// Largest entry file read (a summary is bounded by its length option: a few KiB).
 pub const MAX_ENTRY_BYTES: u64 = 1 << 20;
@@ -51,6 +52,8 @@ pub struct CacheKey {
     /// The resolved language ("en", "zh") or "auto".
     pub language: String,
     pub style: Style,
+    /// The word budget.
+    pub max_words: usize,
 }
 
 impl CacheKey {
@@ -65,6 +68,7 @@ impl CacheKey {
             self.length.as_str(),
             &self.language,
             self.style.as_str(),
+            &self.max_words.to_string(),
         ] {
             h.update((part.len() as u64).to_le_bytes());
             h.update(part.as_bytes());
@@ -79,6 +83,8 @@ struct Entry {
     text: String,
     method: Method,
     stats: SummaryStats,
+    #[serde(default)]
+    sentences: Vec<Anchor>,
 }
 
 /// A directory of cached summaries.
@@ -117,7 +123,7 @@ impl SummaryCache {
                 let _ = file.set_modified(std::time::SystemTime::now());
                 let mut stats = e.stats;
                 stats.cached = true;
-                Some(Summary { text: e.text, method: e.method, stats })
+                Some(Summary { text: e.text, method: e.method, stats, sentences: e.sentences })
             }
             Err(why) => {
                 tracing::warn!("removing cache entry {}: {why}", path.display());
@@ -135,7 +141,7 @@ impl SummaryCache {
         create_private_dir(parent)?;
         let mut stats = summary.stats.clone();
         stats.cached = false;
-        let entry = Entry { format: FORMAT.into(), text: summary.text.clone(), method: summary.method, stats };
+        let entry = Entry { format: FORMAT.into(), text: summary.text.clone(), method: summary.method, stats, sentences: summary.sentences.clone() };
         let json = serde_json::to_vec(&entry).map_err(std::io::Error::other)?;
         let tmp = parent.join(format!(".{digest}.{}.{}.tmp", std::process::id(), unique()));
         let result = (|| {
@@ -228,7 +234,10 @@ fn read_entry(path: &Path) -> Result<Option<(Entry, std::fs::File)>, String> {
         return Err(format!("format '{}', not {FORMAT}", entry.format.escape_debug()));
     }
     let s = &entry.stats;
-    let strings = [entry.text.as_str(), &s.model, &s.template, &s.fallback].into_iter().chain(s.warnings.iter().map(String::as_str));
+    let strings = [entry.text.as_str(), &s.model, &s.template, &s.fallback]
+        .into_iter()
+        .chain(s.warnings.iter().map(String::as_str))
+        .chain(entry.sentences.iter().map(|a| a.text.as_str()));
     for t in strings {
         if t.contains('\0') {
             return Err("a string with a NUL character".into());
@@ -281,11 +290,12 @@ mod tests {
             length,
             language: "auto".into(),
             style: Style::Paragraph,
+            max_words: 120,
         }
     }
 
     fn summary(text: &str) -> Summary {
-        Summary { text: text.into(), method: Method::Extractive, stats: SummaryStats::default() }
+        Summary { text: text.into(), method: Method::Extractive, stats: SummaryStats::default(), sentences: Vec::new() }
     }
 
     #[test]

@@ -1,14 +1,17 @@
-//! Cleaning extracted text before it is summarized: running headers and footers, page
-//! numbers, hyphenation at line ends, hard line breaks, paragraphs split by a page break, and
-//! typographic debris (ligatures, soft hyphens, non-breaking spaces, control characters).
+//! Cleaning the lines of a document before its structure is read: running headers and
+//! footers, page numbers, separator lines, footnote marks, and typographic debris (ligatures,
+//! soft hyphens, non-breaking spaces, control characters). Every kept line remembers where
+//! its text stands in its page's text, so that a summary's sentences can point back to it.
 //!
-//! The input is what the PDF extractor produces (one string per page: lines end with `\n`,
-//! blocks are separated by an empty line), or plain text split into pages at form feeds.
+//! The input is what the PDF extractor produces (one text per page, with its layout lines),
+//! or plain text split into pages at form feeds (lines are its own lines).
 
-use super::text::{is_cjk_letter, join_pieces};
+use super::document::{Line, Page};
+use super::text::is_cjk_letter;
+use super::{Cancel, SummaryError};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// A paragraph of cleaned text and the page it starts on (1-based).
+/// A paragraph of cleaned text and the page it starts on (1-based): what the chunker packs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paragraph {
     pub text: String,
@@ -29,75 +32,186 @@ const EDGE_LINES: usize = 3;
 /// Running headers are short: a longer line is text, however often it repeats.
 const MAX_HEADER_CHARS: usize = 120;
 
-/// Splits plain text into pages at form feeds (the format of `seqgpt extract-text`).
-pub fn pages_of_text(text: &str) -> Vec<(u32, String)> {
-    text.split('\u{000C}').enumerate().map(|(i, p)| (i as u32 + 1, p.to_string())).collect()
+/// A line of a page before cleaning: its byte range in the page text.
+struct Raw {
+    start: usize,
+    end: usize,
+    block_start: bool,
+    layout: Option<usize>,
 }
 
-/// Cleans `pages` (page number, text) into paragraphs.
-pub fn clean_pages(pages: &[(u32, String)]) -> (Vec<Paragraph>, CleanStats) {
-    let mut stats = CleanStats::default();
-    let lines: Vec<(u32, Vec<String>)> =
-        pages.iter().map(|(n, text)| (*n, normalize_chars(text).lines().map(|l| l.trim_end().to_string()).collect())).collect();
-    let running = running_lines(&lines);
+fn raw_lines(page: &Page) -> Vec<Raw> {
+    if !page.lines.is_empty() {
+        return page
+            .lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| Raw { start: l.start as usize, end: (l.end as usize).min(page.text.len()), block_start: l.block_start, layout: Some(i) })
+            .filter(|r| r.start <= r.end && page.text.is_char_boundary(r.start) && page.text.is_char_boundary(r.end))
+            .collect();
+    }
+    let mut out = Vec::new();
+    let mut offset = 0;
+    let mut after_blank = true;
+    for line in page.text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        if body.trim().is_empty() {
+            after_blank = true;
+        } else {
+            out.push(Raw { start: offset, end: offset + body.len(), block_start: after_blank, layout: None });
+            after_blank = false;
+        }
+        offset += line.len();
+    }
+    out
+}
 
-    // Per page: drop edge lines that are running headers/footers or page numbers, then cut
-    // the rest into blocks at blank lines.
-    let mut blocks: Vec<(u32, Vec<String>)> = Vec::new();
-    let multi_page = lines.len() > 1;
-    for (page, page_lines) in &lines {
-        let edges = edge_indices(page_lines);
-        let mut current: Vec<String> = Vec::new();
-        let mut page_blocks: Vec<Vec<String>> = Vec::new();
-        for (i, line) in page_lines.iter().enumerate() {
-            if edges.contains(&i) {
-                let key = line_key(line);
-                if running.contains(&key) || is_page_number(line, multi_page) {
+/// The lines of `pages`, cleaned; the text of the running headers and footers removed (the
+/// title is often among them); and what was removed.
+pub fn lines_of(pages: &[Page], cancel: &Cancel) -> Result<(Vec<Line>, Vec<String>, CleanStats), SummaryError> {
+    let mut stats = CleanStats::default();
+    let raws: Vec<Vec<Raw>> = pages.iter().map(raw_lines).collect();
+    let texts: Vec<Vec<&str>> = pages.iter().zip(&raws).map(|(p, rs)| rs.iter().map(|r| &p.text[r.start..r.end]).collect()).collect();
+    let running = running_lines(&texts);
+    let multi_page = pages.len() > 1;
+    let mut running_text: BTreeMap<String, String> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (pi, page) in pages.iter().enumerate() {
+        cancel.check()?;
+        let edges = edge_indices(&texts[pi]);
+        let mut next_starts_block = true;
+        for (li, r) in raws[pi].iter().enumerate() {
+            let source = texts[pi][li];
+            if edges.contains(&li) {
+                let key = line_key(source);
+                if running.contains(&key) || is_page_number(source, multi_page) {
                     stats.edge_lines_removed += 1;
+                    if running.contains(&key) && !is_page_number(source, multi_page) {
+                        running_text.entry(key).or_insert_with(|| collapse_spaces(source));
+                    }
                     continue;
                 }
             }
-            if line.trim().is_empty() || is_rule(line) {
-                if !current.is_empty() {
-                    page_blocks.push(std::mem::take(&mut current));
+            if is_rule(source) {
+                next_starts_block = true;
+                continue;
+            }
+            let marks = r.layout.map_or(&[][..], |i| page.lines[i].superscripts.as_slice());
+            let Some(mut line) = normalize_line(&page.text, r.start, r.end, marks) else { continue };
+            line.page = pi;
+            line.block_start = r.block_start || next_starts_block;
+            line.layout = r.layout;
+            line.glued = r.layout.is_some() && page.text.as_bytes().get(r.end).is_some_and(|&b| b != b'\n');
+            next_starts_block = false;
+            out.push(line);
+        }
+    }
+    stats.dehyphenated = out.windows(2).filter(|w| !w[1].block_start && joins_hyphenated(&w[0].text, &w[1].text)).count();
+    Ok((out, running_text.into_values().collect(), stats))
+}
+
+/// Whether a line ending in `prev` and the next line `next` join as one hyphenated word
+/// ("sum-" + "mary" -> "summary").
+pub fn joins_hyphenated(prev: &str, next: &str) -> bool {
+    let trimmed = prev.trim_end();
+    let mut chars = trimmed.chars().rev();
+    let (last, before) = (chars.next(), chars.next());
+    matches!((last, before, next.trim_start().chars().next()),
+        (Some('-' | '\u{2010}'), Some(b), Some(n)) if b.is_alphabetic() && !is_cjk_letter(b) && b.is_lowercase() && n.is_lowercase())
+}
+
+/// The normalized text of page bytes `start..end`, with its map back to the page
+/// ([`Line::map`]), or `None` when nothing is left. `marks` are the page's superscript runs:
+/// those that are footnote marks are dropped.
+fn normalize_line(page_text: &str, start: usize, end: usize, marks: &[(u32, u32)]) -> Option<Line> {
+    let src = &page_text[start..end];
+    let mut text = String::with_capacity(src.len());
+    let mut map: Vec<(u32, u32)> = Vec::new();
+    // Appends `s`, which stands for the page's bytes from `at` on.
+    let emit = |text: &mut String, map: &mut Vec<(u32, u32)>, s: &str, at: usize| {
+        let t = text.len();
+        let continues = map.last().is_some_and(|&(mt, mp)| mp as usize + (t - mt as usize) == at);
+        if !continues {
+            map.push((t as u32, at as u32));
+        }
+        text.push_str(s);
+    };
+    let indent = src.chars().take_while(|c| *c == ' ' || *c == '\t').map(|c| if c == '\t' { 4 } else { 1 }).sum();
+    let mut wide_gaps = 0u32;
+    let mut space_at: Option<usize> = None;
+    let mut run = 0usize;
+    let mut iter = src.char_indices().peekable();
+    while let Some((i, c)) = iter.next() {
+        let at = start + i;
+        if let Some(&(_, to)) = marks.iter().find(|&&(from, _)| from as usize == at) {
+            let to = (to as usize).min(end);
+            if is_footnote_mark(page_text, at, to) {
+                while iter.peek().is_some_and(|&(j, _)| start + j < to) {
+                    iter.next();
                 }
-            } else {
-                current.push(line.trim().to_string());
+                continue;
             }
         }
-        if !current.is_empty() {
-            page_blocks.push(current);
-        }
-        blocks.extend(page_blocks.into_iter().map(|b| (*page, b)));
-    }
-
-    // Join each block's lines; merge a paragraph cut by a page break.
-    let mut out: Vec<Paragraph> = Vec::new();
-    let mut prev_page = 0u32;
-    for (page, block) in blocks {
-        let mut text = String::new();
-        for line in &block {
-            join_line(&mut text, line, &mut stats);
-        }
-        let text = collapse_spaces(&text);
-        if !text.chars().any(char::is_alphanumeric) {
+        if c.is_whitespace() {
+            run += 1;
+            if run == 2 {
+                wide_gaps += 1;
+            }
+            if !text.is_empty() && space_at.is_none() {
+                space_at = Some(at);
+            }
             continue;
         }
-        if page != prev_page {
-            if let Some(last) = out.last_mut() {
-                if continues_across_page(&last.text, &text) {
-                    let mut merged = std::mem::take(&mut last.text);
-                    join_line(&mut merged, &text, &mut stats);
-                    last.text = collapse_spaces(&merged);
-                    prev_page = page;
-                    continue;
-                }
-            }
+        run = 0;
+        let replacement: Option<&str> = match c {
+            '\u{00AD}' | '\u{200B}' | '\u{FEFF}' | '\u{200C}' | '\u{200D}' => Some(""),
+            '\u{FB00}' => Some("ff"),
+            '\u{FB01}' => Some("fi"),
+            '\u{FB02}' => Some("fl"),
+            '\u{FB03}' => Some("ffi"),
+            '\u{FB04}' => Some("ffl"),
+            '\u{FB05}' | '\u{FB06}' => Some("st"),
+            c if c.is_control() => Some(""),
+            _ => None,
+        };
+        if replacement == Some("") {
+            continue;
         }
-        prev_page = page;
-        out.push(Paragraph { text, page });
+        if let Some(sp) = space_at.take() {
+            emit(&mut text, &mut map, " ", sp);
+        }
+        let mut buf = [0u8; 4];
+        emit(&mut text, &mut map, replacement.unwrap_or_else(|| c.encode_utf8(&mut buf)), at);
     }
-    (out, stats)
+    if text.is_empty() {
+        return None;
+    }
+    Some(Line {
+        page: 0,
+        text,
+        map,
+        indent,
+        block_start: false,
+        glued: false,
+        layout: None,
+        wide_gaps: wide_gaps.min(u32::from(u16::MAX)) as u16,
+    })
+}
+
+/// Whether the superscript run `at..to` of the page text is a footnote mark: one to three
+/// digits or mark symbols, right after a word or punctuation (not after a digit: "10⁶"),
+/// and followed by a space, punctuation or the line's end.
+fn is_footnote_mark(text: &str, at: usize, to: usize) -> bool {
+    let Some(mark) = text.get(at..to) else { return false };
+    let n = mark.chars().count();
+    if n == 0 || n > 3 || !mark.chars().all(|c| c.is_ascii_digit() || "*†‡§¶".contains(c)) {
+        return false;
+    }
+    let before = text[..at].chars().next_back();
+    let after = text[to..].chars().next();
+    let before_ok = before.is_some_and(|b| (b.is_alphabetic() || ".,;:)\"”’'".contains(b)) && !b.is_ascii_digit());
+    let after_ok = after.is_none_or(|a| a.is_whitespace() || ".,;:)".contains(a));
+    before_ok && after_ok
 }
 
 /// A separator line ("~~~~~", "=====", "* * *", "_____"): no letters or digits, at least
@@ -107,31 +221,10 @@ fn is_rule(line: &str) -> bool {
     t.chars().filter(|c| !c.is_whitespace()).count() >= 3 && !t.chars().any(char::is_alphanumeric)
 }
 
-/// Appends `line` to `text` as the next line of the same paragraph: a word hyphenated at the
-/// line end is rejoined ("sum-" + "mary" -> "summary"), CJK lines join without a space.
-fn join_line(text: &mut String, line: &str, stats: &mut CleanStats) {
-    let line = line.trim();
-    let trimmed = text.trim_end();
-    let mut chars = trimmed.chars().rev();
-    let last = chars.next();
-    let before = chars.next();
-    let next = line.chars().next();
-    if let (Some('-' | '\u{2010}'), Some(b), Some(n)) = (last, before, next) {
-        if b.is_alphabetic() && !is_cjk_letter(b) && b.is_lowercase() && n.is_lowercase() {
-            let cut = trimmed.len() - last.map_or(0, char::len_utf8);
-            text.truncate(cut);
-            text.push_str(line);
-            stats.dehyphenated += 1;
-            return;
-        }
-    }
-    join_pieces(text, line);
-}
-
 /// Whether paragraph `next` (first on its page) continues `prev` (last on the previous page):
 /// `prev` does not end a sentence and `next` starts with a lowercase letter, or both are CJK
 /// and `prev` stops mid-sentence.
-fn continues_across_page(prev: &str, next: &str) -> bool {
+pub(crate) fn continues_across_page(prev: &str, next: &str) -> bool {
     let Some(end) = prev.trim_end().chars().last() else { return false };
     let Some(start) = next.chars().next() else { return false };
     let ends_sentence = matches!(end, '.' | '!' | '?' | ':' | '。' | '！' | '？' | '：' | '"' | '”' | '」' | '』' | ')' | '）');
@@ -141,37 +234,7 @@ fn continues_across_page(prev: &str, next: &str) -> bool {
     start.is_lowercase() || end == '-' || (is_cjk_letter(end) && is_cjk_letter(start)) || matches!(end, ',' | '，' | '、' | ';' | '；')
 }
 
-/// Typographic normalization: ligatures spelled out, soft hyphens and control characters
-/// dropped, exotic spaces made plain, CR/CRLF made LF.
-fn normalize_chars(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\r' => {
-                if chars.peek() != Some(&'\n') {
-                    out.push('\n');
-                }
-            }
-            '\n' => out.push('\n'),
-            '\t' => out.push(' '),
-            '\u{00AD}' | '\u{200B}' | '\u{FEFF}' | '\u{200C}' | '\u{200D}' => {}
-            '\u{00A0}' | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' => out.push(' '),
-            '\u{3000}' => out.push(' '),
-            '\u{FB00}' => out.push_str("ff"),
-            '\u{FB01}' => out.push_str("fi"),
-            '\u{FB02}' => out.push_str("fl"),
-            '\u{FB03}' => out.push_str("ffi"),
-            '\u{FB04}' => out.push_str("ffl"),
-            '\u{FB05}' | '\u{FB06}' => out.push_str("st"),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-fn collapse_spaces(text: &str) -> String {
+pub(crate) fn collapse_spaces(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut space = false;
     for c in text.trim().chars() {
@@ -189,7 +252,7 @@ fn collapse_spaces(text: &str) -> String {
 }
 
 /// Indices of the first and last few non-blank lines of a page.
-fn edge_indices(lines: &[String]) -> BTreeSet<usize> {
+fn edge_indices(lines: &[&str]) -> BTreeSet<usize> {
     let nonblank: Vec<usize> = lines.iter().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, _)| i).collect();
     let mut out = BTreeSet::new();
     out.extend(nonblank.iter().take(EDGE_LINES));
@@ -217,12 +280,12 @@ fn line_key(line: &str) -> String {
 }
 
 /// Keys of edge lines that repeat on at least half of the pages (and on two or more).
-fn running_lines(pages: &[(u32, Vec<String>)]) -> BTreeSet<String> {
+fn running_lines(pages: &[Vec<&str>]) -> BTreeSet<String> {
     if pages.len() < 2 {
         return BTreeSet::new();
     }
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for (_, lines) in pages {
+    for lines in pages {
         let keys: BTreeSet<String> = edge_indices(lines)
             .into_iter()
             .map(|i| line_key(&lines[i]))
@@ -270,6 +333,11 @@ fn is_page_number(line: &str, multi_page: bool) -> bool {
     multi_page && roman_value(s).is_some_and(|v| v <= 200)
 }
 
+/// Whether `s` is a page number in Roman numerals ("xii", "IV").
+pub(crate) fn roman_page(s: &str) -> bool {
+    roman_value(&s.to_lowercase()).is_some()
+}
+
 /// The value of a canonical lowercase Roman numeral ("xiv" -> 14); `None` for anything else
 /// ("civil", "iiii").
 fn roman_value(s: &str) -> Option<u32> {
@@ -314,74 +382,86 @@ fn to_roman(mut n: u32) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::document::{text_pages, Document};
     use super::*;
 
-    fn pages(texts: &[&str]) -> Vec<(u32, String)> {
-        texts.iter().enumerate().map(|(i, t)| (i as u32 + 1, t.to_string())).collect()
+    fn read(pages: &[&str]) -> Document {
+        Document::read(text_pages(&pages.join("\u{000C}")), "", &Cancel::new()).unwrap()
+    }
+
+    fn texts(doc: &Document) -> Vec<&str> {
+        doc.blocks.iter().map(|b| b.text.as_str()).collect()
     }
 
     #[test]
     fn running_headers_footers_and_page_numbers_go() {
-        let p = pages(&[
+        let doc = read(&[
             "Annual Report 2024\n\nThe harvest was good this year.\nPrices rose.\n\nPage 1 of 3\n",
             "Annual Report 2024\n\nRain came late in the season.\n\nPage 2 of 3\n",
             "Annual Report 2024\n\nThe cooperative grew to forty members.\n\nPage 3 of 3\n",
         ]);
-        let (paras, stats) = clean_pages(&p);
-        let texts: Vec<&str> = paras.iter().map(|p| p.text.as_str()).collect();
         assert_eq!(
-            texts,
+            texts(&doc),
             vec!["The harvest was good this year. Prices rose.", "Rain came late in the season.", "The cooperative grew to forty members."]
         );
-        assert_eq!(stats.edge_lines_removed, 6);
-        assert_eq!(paras[2].page, 3);
+        assert_eq!(doc.clean.edge_lines_removed, 6);
+        assert_eq!(doc.blocks[2].page(&doc), 3);
+        // The running header is kept as a title candidate.
+        assert_eq!(doc.title, "Annual Report 2024");
     }
 
     #[test]
     fn a_header_on_one_page_only_stays() {
-        let p = pages(&["Introduction\n\nText one.\n", "Methods\n\nText two.\n", "Results\n\nText three.\n"]);
-        let (paras, stats) = clean_pages(&p);
-        assert_eq!(paras.len(), 6);
-        assert_eq!(stats.edge_lines_removed, 0);
+        let doc = read(&[
+            "Introduction\n\nThe first page has its own text here.\n",
+            "Methods\n\nThe second page has its own text too.\n",
+            "Results\n\nThe third page ends the short report.\n",
+        ]);
+        assert_eq!(doc.blocks.len(), 6);
+        assert_eq!(doc.clean.edge_lines_removed, 0);
     }
 
     #[test]
     fn hyphenation_and_hard_breaks_are_joined() {
-        let p = pages(&["The sum-\nmary of the docu-\nment is short. A well-\nKnown case.\n"]);
-        let (paras, stats) = clean_pages(&p);
-        assert_eq!(paras[0].text, "The summary of the document is short. A well- Known case.");
-        assert_eq!(stats.dehyphenated, 2);
+        let doc = read(&["The sum-\nmary of the docu-\nment is short. A well-\nKnown case.\n"]);
+        assert_eq!(texts(&doc), vec!["The summary of the document is short. A well- Known case."]);
+        assert_eq!(doc.clean.dehyphenated, 2);
     }
 
     #[test]
     fn paragraph_split_by_a_page_break_is_merged() {
-        let p = pages(&["First page text that goes on and\n", "continues on the next page.\n\nNew paragraph.\n"]);
-        let (paras, _) = clean_pages(&p);
-        let texts: Vec<&str> = paras.iter().map(|p| p.text.as_str()).collect();
-        assert_eq!(texts, vec!["First page text that goes on and continues on the next page.", "New paragraph."]);
+        let doc = read(&["First page text that goes on and\n", "continues on the next page.\n\nA new paragraph starts here.\n"]);
+        assert_eq!(texts(&doc), vec!["First page text that goes on and continues on the next page.", "A new paragraph starts here."]);
     }
 
     #[test]
     fn cjk_lines_join_without_spaces() {
-        let p = pages(&["第1页\n\n机器学习是人工智能的\n一个分支。\n\n第1页\n"]);
-        let (paras, _) = clean_pages(&p);
-        assert_eq!(paras.len(), 1);
-        assert_eq!(paras[0].text, "机器学习是人工智能的一个分支。");
+        let doc = read(&["第1页\n\n机器学习是人工智能的\n一个分支。\n\n第1页\n"]);
+        assert_eq!(texts(&doc), vec!["机器学习是人工智能的一个分支。"]);
     }
 
     #[test]
     fn separator_lines_end_paragraphs() {
-        let p = pages(&["Lesson 1\n~~~~~~~~~~\nMove the cursor.\n* * *\nThen quit.\n"]);
-        let (paras, _) = clean_pages(&p);
-        let texts: Vec<&str> = paras.iter().map(|p| p.text.as_str()).collect();
-        assert_eq!(texts, vec!["Lesson 1", "Move the cursor.", "Then quit."]);
+        let doc = read(&["Lesson 1\n~~~~~~~~~~\nMove the cursor with the keys.\n* * *\nThen quit the editor again.\n"]);
+        assert_eq!(texts(&doc), vec!["Lesson 1", "Move the cursor with the keys.", "Then quit the editor again."]);
     }
 
     #[test]
     fn typographic_debris_is_normalized() {
-        let p = pages(&["\u{FB01}nal\u{00A0}ef\u{FB02}uent co\u{00AD}operation\r\nnext\tline\u{0007}\n"]);
-        let (paras, _) = clean_pages(&p);
-        assert_eq!(paras[0].text, "final effluent cooperation next line");
+        let doc = read(&["\u{FB01}nal\u{00A0}ef\u{FB02}uent co\u{00AD}operation\r\nnext\tline\u{0007} here\n"]);
+        assert_eq!(texts(&doc), vec!["final effluent cooperation next line here"]);
+        // Every line still knows where its text is on the page.
+        let line = &doc.lines[0];
+        let page = &doc.pages[0].text;
+        assert_eq!(&page[line.page_offset(0)..line.page_offset(5)], "\u{FB01}nal");
+    }
+
+    #[test]
+    fn footnote_marks_are_dropped_math_superscripts_kept() {
+        let text = "matrices2 and 10\u{2076} here";
+        assert!(is_footnote_mark("matrices2 x", 8, 9));
+        assert!(!is_footnote_mark("10 6 x", 2, 3), "after a digit");
+        let _ = text;
     }
 
     #[test]
@@ -398,8 +478,8 @@ mod tests {
 
     #[test]
     fn form_feeds_split_plain_text_into_pages() {
-        let pages = pages_of_text("one\u{000C}two\u{000C}three");
+        let pages = text_pages("one\u{000C}two\u{000C}three");
         assert_eq!(pages.len(), 3);
-        assert_eq!(pages[2], (3, "three".to_string()));
+        assert_eq!((pages[2].number, pages[2].text.as_str()), (3, "three"));
     }
 }

@@ -1,18 +1,21 @@
 //! The pipeline's first step for PDFs: the extractor (`crate::pdf`), its limits, and its
 //! errors as summary errors (which the daemon maps to its D-Bus error names).
 
+use super::document::Page;
 use super::{Cancel, SummaryError, SummaryOptions};
 use crate::pdf::{self, ExtractOptions, Limits, PdfError};
 
 /// The pages of a PDF, as the cleaner takes them.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ExtractedPages {
     /// Pages in the document (not only the selected ones).
     pub page_count: u32,
-    /// (page number, text) of the selected pages that have text.
-    pub pages: Vec<(u32, String)>,
+    /// The selected pages that have text, with their layout.
+    pub pages: Vec<Page>,
     /// Repairs made to a damaged file, one line each.
     pub warnings: Vec<String>,
+    /// The document's title from its metadata, if any.
+    pub title: Option<String>,
 }
 
 /// Extracts the pages `opts.pages` of `bytes` (decrypting with `opts.password`), within
@@ -38,8 +41,13 @@ pub fn extract_pages(bytes: &[u8], opts: &SummaryOptions, limits: &Limits, cance
     if !without.is_empty() {
         warnings.push(format!("pages without a text layer (image-only?) were skipped: {}", list(&without)));
     }
-    let pages = doc.pages.into_iter().filter(|p| p.status == pdf::PageStatus::Text).map(|p| (p.number, p.text)).collect();
-    Ok(ExtractedPages { page_count: doc.page_count, pages, warnings })
+    let pages = doc
+        .pages
+        .into_iter()
+        .filter(|p| p.status == pdf::PageStatus::Text)
+        .map(|p| Page { number: p.number, text: p.text, lines: p.lines, area: p.area })
+        .collect();
+    Ok(ExtractedPages { page_count: doc.page_count, pages, warnings, title: doc.title })
 }
 
 fn list(pages: &[u32]) -> String {

@@ -10,15 +10,18 @@
 //!
 //! docs/SUMMARIZE.md describes the design and the template choice.
 
+pub mod ablation;
 pub mod cache;
 pub mod chunk;
 pub mod clean;
+pub mod document;
 pub mod extract;
 pub mod extractive;
 pub mod generator;
 pub mod pipeline;
 pub mod prompt;
 pub mod scheduled;
+pub mod structure;
 pub mod text;
 
 pub use pipeline::{Input, Observer, Pipeline, PipelineSettings, Stage};
@@ -201,6 +204,16 @@ pub struct SummaryOptions {
     pub method: MethodChoice,
     /// Skip the cache (neither read nor written).
     pub no_cache: bool,
+    /// The most words the summary may have (a CJK character counts as one); `None`: the
+    /// `length` option's ([`extractive::words_for`]).
+    pub max_words: Option<u32>,
+}
+
+impl SummaryOptions {
+    /// The word budget of a summary.
+    pub fn word_budget(&self) -> usize {
+        self.max_words.map_or_else(|| extractive::words_for(self.length), |n| n as usize)
+    }
 }
 
 /// Numbers about how a summary was made (D-Bus: the `stats` of `Finished`; CLI: `--json`).
@@ -242,6 +255,10 @@ pub struct Summary {
     pub text: String,
     pub method: Method,
     pub stats: SummaryStats,
+    /// Where each sentence of the summary stands in the document, in summary order: every
+    /// sentence of an extractive summary, every quoted sentence of a SeqGPT-template summary;
+    /// empty for a free-text model summary.
+    pub sentences: Vec<document::Anchor>,
 }
 
 /// Why a summary could not be made. The daemon maps each to a D-Bus error name

@@ -9,9 +9,10 @@
 
 use super::cache::{content_hash, CacheKey, SummaryCache};
 use super::chunk::{chunk, Chunk};
-use super::clean::{clean_pages, pages_of_text, CleanStats, Paragraph};
+use super::clean::Paragraph;
+use super::document::{text_pages, Anchor, Document};
 use super::extract::{extract_pages, ExtractedPages};
-use super::extractive::{render_sentences, sentences_of, Ranker, Target};
+use super::extractive::{render_sentences, Ranker};
 use super::generator::{GenError, GenEvent, GenHandle, Generate};
 use super::prompt::{
     chunk_sentences, detect_language, parse_classification, parse_extraction, quoted_sentences, seqgpt_task_prompt,
@@ -29,7 +30,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 pub use crate::pdf::Limits as PdfLimits;
 
 /// The version of the extractive ranker, part of cache keys.
-const EXTRACTIVE_VERSION: &str = "extractive-v1";
+const EXTRACTIVE_VERSION: &str = "extractive-v2";
 
 /// What to summarize.
 #[derive(Debug)]
@@ -135,16 +136,17 @@ pub struct Pipeline {
 /// (BLOOM's tokens average about 4 bytes of English).
 pub const MAX_BYTES_PER_TOKEN: usize = 16;
 
-/// The cleaned document.
-struct Document {
-    paragraphs: Vec<Paragraph>,
+/// The document read, and what the stats say of it.
+struct Prepared {
+    doc: Document,
     page_count: u32,
     pages: u32,
     input_chars: u64,
-    clean: CleanStats,
     warnings: Vec<String>,
     /// Detected from the text (used when the request says `auto`).
     language: Language,
+    /// Sentences in all the document's blocks.
+    sentences: u32,
 }
 
 impl Pipeline {
@@ -218,6 +220,7 @@ impl Pipeline {
             length: opts.length,
             language: opts.language.as_str().to_string(),
             style: opts.style,
+            max_words: opts.word_budget(),
         })
     }
 
@@ -295,29 +298,31 @@ impl Pipeline {
             }
         };
         let o = opts.clone();
-        let doc = Arc::new(self.blocking(cancel, move |cancel| prepare(pages, &o, cancel)).await?);
+        let prep = self.blocking(cancel, move |cancel| prepare(pages, &o, cancel)).await?;
         let mut stats = SummaryStats {
-            page_count: doc.page_count,
-            pages: doc.pages,
-            paragraphs: doc.paragraphs.len() as u32,
-            input_chars: doc.input_chars,
-            edge_lines_removed: doc.clean.edge_lines_removed as u32,
-            dehyphenated: doc.clean.dehyphenated as u32,
-            warnings: doc.warnings.clone(),
+            page_count: prep.page_count,
+            pages: prep.pages,
+            paragraphs: prep.doc.prose().count() as u32,
+            sentences: prep.sentences,
+            input_chars: prep.input_chars,
+            edge_lines_removed: prep.doc.clean.edge_lines_removed as u32,
+            dehyphenated: prep.doc.clean.dehyphenated as u32,
+            warnings: prep.warnings.clone(),
             extract_ms,
             ..SummaryStats::default()
         };
         let language = match opts.language {
-            Language::Auto => doc.language,
+            Language::Auto => prep.language,
             l => l,
         };
+        let doc = Arc::new(prep.doc);
         let mut cacheable = true;
-        let (text, method) = match model {
+        let ((text, sentences), method) = match model {
             Some(m) => {
                 stats.model = m.generator.info().name.clone();
                 stats.template = m.template_name.clone();
                 match self.model_summary(m, &doc, opts, language, &mut stats, obs, cancel).await {
-                    Ok(ModelOutcome::Summary(text)) => (text, Method::Model),
+                    Ok(ModelOutcome::Summary(text, anchors)) => ((text, anchors), Method::Model),
                     Ok(ModelOutcome::Unusable(reason)) => {
                         tracing::info!("model answer not used: {reason}");
                         stats.fallback = reason;
@@ -336,7 +341,7 @@ impl Pipeline {
             None => (self.extractive(&doc, opts, &mut stats, obs, cancel).await?, Method::Extractive),
         };
         stats.elapsed_ms = started.elapsed().as_millis() as u64;
-        let summary = Summary { text, method, stats };
+        let summary = Summary { text, method, stats, sentences };
         if let (true, Some(k), Some(cache)) = (cacheable, key, &self.cache) {
             let (cache, entry) = (cache.clone(), summary.clone());
             let stored = self.blocking(cancel, move |_| Ok(cache.put(&k, &entry).map_err(|e| (e, cache.dir().to_path_buf())))).await?;
@@ -347,7 +352,8 @@ impl Pipeline {
         Ok(summary)
     }
 
-    /// The extractive summary, reported as the `rank` stage and one partial text.
+    /// The extractive summary and its anchors, reported as the `rank` stage and one partial
+    /// text.
     async fn extractive(
         &self,
         doc: &Arc<Document>,
@@ -355,21 +361,20 @@ impl Pipeline {
         stats: &mut SummaryStats,
         obs: &mut dyn Observer,
         cancel: &Cancel,
-    ) -> Result<String, SummaryError> {
+    ) -> Result<(String, Vec<Anchor>), SummaryError> {
         obs.progress(Stage::Rank, 0, 1);
         let (d, o) = (doc.clone(), opts.clone());
-        let (text, sentences) = self
+        let (text, anchors) = self
             .blocking(cancel, move |cancel| {
-                let ranker = Ranker::new(sentences_of(&d.paragraphs), cancel)?;
-                let target = Target::for_length(o.length, ranker.sentences.len());
-                let chosen = ranker.select(target, |_| true);
-                Ok((ranker.render(&chosen, o.style, target.budget), ranker.sentences.len()))
+                let ranker = Ranker::new(&d, cancel)?;
+                let budget = o.word_budget();
+                let chosen = ranker.select(budget, |_| true);
+                Ok((ranker.render(&chosen, o.style, budget), ranker.anchors(&d, &chosen, budget)))
             })
             .await?;
-        stats.sentences = sentences as u32;
         obs.partial(0, &text);
         obs.progress(Stage::Rank, 1, 1);
-        Ok(text)
+        Ok((text, anchors))
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -389,25 +394,23 @@ impl Pipeline {
         let budget = chunk_budget(gen, t, language, opts, new_tokens).map_err(ModelFailure::Failed)?;
         let count = |s: &str| gen.count_tokens(s);
         let (g, d, max_chunks) = (m.generator.clone(), doc.clone(), self.settings.max_model_chunks);
-        let (paragraphs, chunks, kept) = self
+        // The model reads prose only: no code, formulas, tables or reference lists.
+        let (chunks, kept) = self
             .blocking(cancel, move |cancel| {
                 let count = |s: &str| g.count_tokens(s);
-                let chunks = chunk(&d.paragraphs, budget, &count, cancel)?;
+                let paragraphs = d.prose_paragraphs();
+                let chunks = chunk(&paragraphs, budget, &count, cancel)?;
                 if chunks.len() <= max_chunks {
-                    return Ok((None, chunks, 0));
+                    return Ok((chunks, 0));
                 }
-                let (condensed, kept) = condense(&d.paragraphs, budget * max_chunks * 9 / 10, &count, cancel)?;
+                let (condensed, kept) = condense(&d, budget * max_chunks * 9 / 10, &count, cancel)?;
                 let mut chunks = chunk(&condensed, budget, &count, cancel)?;
                 chunks.truncate(max_chunks);
-                Ok((Some(condensed), chunks, kept))
+                Ok((chunks, kept))
             })
             .await
             .map_err(ModelFailure::Stop)?;
         stats.condensed_to_sentences = kept as u32;
-        let paragraphs: Arc<Vec<Paragraph>> = match paragraphs {
-            Some(p) => Arc::new(p),
-            None => Arc::new(doc.paragraphs.clone()),
-        };
         stats.chunks = chunks.len() as u32;
         let config = GenerationConfig {
             max_new_tokens: new_tokens,
@@ -421,19 +424,15 @@ impl Pipeline {
         let answers = self.run_prompts(&m.generator, &prompts, &config, 0, Stage::Summarize, stats, obs, cancel).await?;
         match t.kind {
             TemplateKind::Extract => {
-                let o = opts.clone();
-                let (outcome, sentences) = self
-                    .blocking(cancel, move |cancel| select_quoted(&paragraphs, &chunks, &answers, &o, cancel))
-                    .await
-                    .map_err(ModelFailure::Stop)?;
-                stats.sentences = sentences;
-                Ok(outcome)
+                let (o, d) = (opts.clone(), doc.clone());
+                self.blocking(cancel, move |cancel| select_quoted(&d, &chunks, &answers, &o, cancel)).await.map_err(ModelFailure::Stop)
             }
             TemplateKind::Instruction => {
                 let mut partials: Vec<String> = answers.iter().map(|a| clean_generated(a)).filter(|a| !a.is_empty()).collect();
                 if partials.is_empty() {
                     return Ok(ModelOutcome::Unusable("the model answered with empty text".into()));
                 }
+                let max_words = opts.word_budget();
                 let mut index = prompts.len() as u32;
                 // Reduce: merge partial summaries, in groups that fit one prompt, until one is left.
                 while partials.len() > 1 {
@@ -454,14 +453,14 @@ impl Pipeline {
                         return Ok(ModelOutcome::Unusable("the model's reduce step answered with empty text".into()));
                     }
                 }
-                let text = partials.remove(0);
+                let text = super::extractive::cut_to_words(&partials.remove(0), max_words);
                 let text = match opts.style {
                     super::Style::Paragraph => text,
                     super::Style::Bullets => {
                         render_sentences(split_sentences(&text).into_iter().map(|r| &text[r]), super::Style::Bullets)
                     }
                 };
-                Ok(ModelOutcome::Summary(text))
+                Ok(ModelOutcome::Summary(text, Vec::new()))
             }
         }
     }
@@ -620,7 +619,8 @@ fn check_task_text(m: &ModelSetup, text: &str) -> Result<(), SummaryError> {
 }
 
 enum ModelOutcome {
-    Summary(String),
+    /// The summary, and the anchors of the document's sentences it quotes.
+    Summary(String, Vec<Anchor>),
     /// The model ran but its answer cannot be used (deterministic: cacheable).
     Unusable(String),
 }
@@ -663,14 +663,9 @@ fn chunk_budget(gen: &dyn Generate, t: &Template, lang: Language, opts: &Summary
 }
 
 /// The extractive pre-selection of a long document: its best sentences, in order, up to
-/// `tokens`; returns them as paragraphs (one per source paragraph) and how many were kept.
-fn condense(
-    paragraphs: &[Paragraph],
-    tokens: usize,
-    count: &dyn Fn(&str) -> usize,
-    cancel: &Cancel,
-) -> Result<(Vec<Paragraph>, usize), SummaryError> {
-    let ranker = Ranker::new(sentences_of(paragraphs), cancel)?;
+/// `tokens`; returns them as paragraphs (one per source block) and how many were kept.
+fn condense(doc: &Document, tokens: usize, count: &dyn Fn(&str) -> usize, cancel: &Cancel) -> Result<(Vec<Paragraph>, usize), SummaryError> {
+    let ranker = Ranker::new(doc, cancel)?;
     let mut order: Vec<usize> = (0..ranker.sentences.len()).collect();
     order.sort_by(|&a, &b| ranker.scores[b].total_cmp(&ranker.scores[a]).then(a.cmp(&b)));
     let mut used = 0;
@@ -688,32 +683,30 @@ fn condense(
     }
     keep.sort_unstable();
     let mut out: Vec<Paragraph> = Vec::new();
-    let mut last_para = usize::MAX;
+    let mut last_block = usize::MAX;
     for &i in &keep {
         let s = &ranker.sentences[i];
-        if s.paragraph == last_para {
+        if s.block == last_block {
             let p = out.last_mut().expect("a paragraph was started");
             super::text::join_pieces(&mut p.text, &s.text);
         } else {
-            out.push(Paragraph { text: s.text.clone(), page: paragraphs[s.paragraph].page });
-            last_para = s.paragraph;
+            out.push(Paragraph { text: s.text.clone(), page: doc.blocks[s.block].page(doc) });
+            last_block = s.block;
         }
     }
     Ok((out, keep.len()))
 }
 
 /// The summary of an extract-kind template: the document's sentences that the answers quote,
-/// reduced to the target length by the ranker's scores, in document order; and the number of
-/// sentences of the document.
+/// reduced to the word budget by the ranker's scores, in document order, with their anchors.
 fn select_quoted(
-    paragraphs: &[Paragraph],
+    doc: &Document,
     chunks: &[Chunk],
     answers: &[String],
     opts: &SummaryOptions,
     cancel: &Cancel,
-) -> Result<(ModelOutcome, u32), SummaryError> {
-    let ranker = Ranker::new(sentences_of(paragraphs), cancel)?;
-    let sentences = ranker.sentences.len() as u32;
+) -> Result<ModelOutcome, SummaryError> {
+    let ranker = Ranker::new(doc, cancel)?;
     let mut by_text: HashMap<&str, Vec<usize>> = HashMap::new();
     for (i, s) in ranker.sentences.iter().enumerate() {
         by_text.entry(s.text.as_str()).or_default().push(i);
@@ -721,10 +714,11 @@ fn select_quoted(
     let mut quoted = vec![false; ranker.sentences.len()];
     let mut any = false;
     for (c, answer) in chunks.iter().zip(answers) {
-        let sentences = chunk_sentences(&c.text);
-        for i in quoted_sentences(answer, &sentences) {
+        cancel.check()?;
+        let pieces = chunk_sentences(&c.text);
+        for i in quoted_sentences(answer, &pieces) {
             // A piece of an overlong sentence has no exact match: find the sentence containing it.
-            let piece = sentences[i];
+            let piece = pieces[i];
             let hits: Vec<usize> = match by_text.get(piece) {
                 Some(v) => v.clone(),
                 None => ranker.sentences.iter().enumerate().filter(|(_, s)| s.text.contains(piece)).map(|(j, _)| j).collect(),
@@ -736,11 +730,11 @@ fn select_quoted(
         }
     }
     if !any {
-        return Ok((ModelOutcome::Unusable("the model's answer quotes no sentence of the document".into()), sentences));
+        return Ok(ModelOutcome::Unusable("the model's answer quotes no sentence of the document".into()));
     }
-    let target = Target::for_length(opts.length, ranker.sentences.len());
-    let chosen = ranker.select(target, |i| quoted[i]);
-    Ok((ModelOutcome::Summary(ranker.render(&chosen, opts.style, target.budget)), sentences))
+    let budget = opts.word_budget();
+    let chosen = ranker.select(budget, |i| quoted[i]);
+    Ok(ModelOutcome::Summary(ranker.render(&chosen, opts.style, budget), ranker.anchors(doc, &chosen, budget)))
 }
 
 /// Partial summaries grouped so that each group's reduce prompt fits `budget`.
@@ -779,17 +773,17 @@ enum Pages {
     Pdf(ExtractedPages),
 }
 
-/// Pages -> selected pages -> cleaned paragraphs, and their language.
-fn prepare(input: Pages, opts: &SummaryOptions, cancel: &Cancel) -> Result<Document, SummaryError> {
-    let (page_count, pages, warnings, pdf) = match input {
+/// Pages -> selected pages -> the document read (lines, blocks, sections), its language.
+fn prepare(input: Pages, opts: &SummaryOptions, cancel: &Cancel) -> Result<Prepared, SummaryError> {
+    let (page_count, pages, warnings, title, pdf) = match input {
         Pages::Text(t) => {
-            let pages = pages_of_text(&t);
-            (pages.len() as u32, pages, Vec::new(), false)
+            let pages = text_pages(&t);
+            (pages.len() as u32, pages, Vec::new(), None, false)
         }
-        Pages::Pdf(e) => (e.page_count, e.pages, e.warnings, true),
+        Pages::Pdf(e) => (e.page_count, e.pages, e.warnings, e.title, true),
     };
     // PDF pages arrive already selected by the extractor; text pages are selected here.
-    let selected: Vec<(u32, String)> = match (&opts.pages, pdf) {
+    let selected: Vec<_> = match (&opts.pages, pdf) {
         (Some(r), false) => {
             let (a, b) = (*r.start(), *r.end());
             if a == 0 || a > b || a > page_count {
@@ -797,19 +791,66 @@ fn prepare(input: Pages, opts: &SummaryOptions, cancel: &Cancel) -> Result<Docum
                     "pages {a}-{b} do not select any of the text's {page_count} pages (pages are separated by form feeds)"
                 )));
             }
-            pages.into_iter().filter(|(n, _)| (a..=b).contains(n)).collect()
+            pages.into_iter().filter(|p| (a..=b).contains(&p.number)).collect()
         }
         _ => pages,
     };
-    let input_chars = selected.iter().map(|(_, t)| t.chars().count() as u64).sum();
+    let input_chars = selected.iter().map(|p| p.text.chars().count() as u64).sum();
+    let page_total = selected.len() as u32;
     cancel.check()?;
-    let (paragraphs, clean) = clean_pages(&selected);
-    cancel.check()?;
-    if paragraphs.is_empty() {
+    let doc = Document::read(selected, title.as_deref().unwrap_or(""), cancel)?;
+    if !doc.blocks.iter().any(|b| !b.text.trim().is_empty()) {
         return Err(SummaryError::NoText("there is no text to summarize (empty after cleaning)".into()));
     }
-    let language = detect_language(paragraphs.iter().map(|p| p.text.as_str()));
-    Ok(Document { paragraphs, page_count, pages: selected.len() as u32, input_chars, clean, warnings, language })
+    let language = detect_language(doc.blocks.iter().map(|b| b.text.as_str()));
+    let sentences = doc.blocks.iter().map(|b| split_sentences(&b.text).len()).sum::<usize>() as u32;
+    Ok(Prepared { doc, page_count, pages: page_total, input_chars, warnings, language, sentences })
+}
+
+/// Why the extractive summary of `input` is what it is: every block with its kind and
+/// section, and every sentence with its features, score and whether it was chosen
+/// (`seqgpt summarize --local --explain`). Runs on the calling thread.
+pub fn explain(input: Input, opts: &SummaryOptions, limits: &PdfLimits) -> Result<serde_json::Value, SummaryError> {
+    let cancel = Cancel::new();
+    let pages = match input {
+        Input::Text(t) => Pages::Text(t),
+        Input::Pdf { bytes, .. } => Pages::Pdf(extract_pages(&bytes, opts, limits, &cancel)?),
+    };
+    let prep = prepare(pages, opts, &cancel)?;
+    let doc = &prep.doc;
+    let ranker = Ranker::new(doc, &cancel)?;
+    let chosen = ranker.select(opts.word_budget(), |_| true);
+    let blocks: Vec<serde_json::Value> = doc
+        .blocks
+        .iter()
+        .map(|b| {
+            let section = &doc.sections[b.section];
+            serde_json::json!({
+                "kind": b.kind.as_str(),
+                "page": b.page(doc),
+                "section": section.title,
+                "section_kind": section.kind,
+                "text": b.text.chars().take(160).collect::<String>(),
+            })
+        })
+        .collect();
+    let sentences: Vec<serde_json::Value> = ranker
+        .sentences
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            serde_json::json!({
+                "text": s.text,
+                "block": s.block,
+                "words": s.words,
+                "candidate": s.candidate,
+                "features": ranker.features[i],
+                "score": ranker.scores[i],
+                "chosen": chosen.binary_search(&i).is_ok(),
+            })
+        })
+        .collect();
+    Ok(serde_json::json!({"title": doc.title, "blocks": blocks, "sentences": sentences}))
 }
 
 #[cfg(test)]
@@ -995,11 +1036,10 @@ mod tests {
 
     #[test]
     fn condense_keeps_the_best_sentences_in_order() {
-        let paras: Vec<Paragraph> = (0..40)
-            .map(|i| Paragraph { text: format!("Solar energy fact number {i} about panels. Unrelated filler {i} here."), page: 1 })
-            .collect();
+        let text: String = (0..40).map(|i| format!("Solar energy fact number {i} about panels. Unrelated filler {i} here.\n\n")).collect();
+        let doc = Document::read(text_pages(&text), "", &Cancel::new()).unwrap();
         let count = |s: &str| s.split_whitespace().count();
-        let (out, kept) = condense(&paras, 100, &count, &Cancel::new()).unwrap();
+        let (out, kept) = condense(&doc, 100, &count, &Cancel::new()).unwrap();
         assert!(kept > 0 && kept < 80);
         assert!(out.iter().map(|p| count(&p.text)).sum::<usize>() <= 100);
     }

@@ -164,10 +164,14 @@ fn latin_boundary(text: &str, i: usize, j: usize, single: bool) -> bool {
         if ABBREVIATIONS.contains(&lower.as_str()) {
             return false;
         }
-        // An initial ("J. Smith", "U.S.") or a dotted abbreviation.
+        // An initial ("J. Smith", "U.S.") or a dotted abbreviation; but a one-letter word
+        // before a word that starts sentences ("written in R. The package") ends one.
         let letters: Vec<char> = word.chars().filter(|c| c.is_alphabetic()).collect();
         if letters.len() == 1 && letters[0].is_uppercase() && word.chars().count() <= 2 {
-            return false;
+            let next: String = text[j..].split_whitespace().next().unwrap_or("").chars().filter(|c| c.is_alphabetic()).collect();
+            if !STOPWORDS.contains(&next.to_lowercase().as_str()) {
+                return false;
+            }
         }
         if word.contains('.') && word.chars().all(|c| c.is_alphabetic() || c == '.') && letters.len() <= 4 {
             return false;
@@ -327,6 +331,31 @@ mod tests {
     fn mixed_script_sentences() {
         let t = "Vim 是一个编辑器。It has many commands. 本教程介绍基本命令。";
         assert_eq!(sentences(t), vec!["Vim 是一个编辑器。", "It has many commands.", "本教程介绍基本命令。"]);
+    }
+
+    #[test]
+    fn sentences_of_research_articles() {
+        let t = "Most SVM software is written in C (Chang and Lin 2001). Smith et al. (2004) show this, e.g. in \
+                 Fig. 3 and Eq. (2), i.e. for small data. Section 2.1 describes the method. See \
+                 https://www.r-project.org/ for R. The call ksvm(x, y) fits a model. Done.";
+        assert_eq!(
+            sentences(t),
+            vec![
+                "Most SVM software is written in C (Chang and Lin 2001).",
+                "Smith et al. (2004) show this, e.g. in Fig. 3 and Eq. (2), i.e. for small data.",
+                "Section 2.1 describes the method.",
+                "See https://www.r-project.org/ for R.",
+                "The call ksvm(x, y) fits a model.",
+                "Done."
+            ]
+        );
+    }
+
+    #[test]
+    fn splitting_is_linear_on_text_without_spaces() {
+        // A period before every CJK letter: each boundary looks back at most a word.
+        let t = "x.中".repeat(200_000);
+        assert_eq!(sentences(&t).len(), 200_000);
     }
 
     #[test]

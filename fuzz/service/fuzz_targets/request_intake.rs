@@ -100,7 +100,7 @@ fn check_summary(s: &Summary) {
     // The medium length is about 1000 weighted characters (long: 2200); with "…" and
     // separators a summary stays well under 16 KiB whatever the input.
     assert!(s.text.len() < 16 << 10 && text.len() <= TEXT_MAX, "a summary of {} bytes", s.text.len());
-    for (k, v) in stats_dict(s.method, &s.stats) {
+    for (k, v) in stats_dict(s) {
         if let Ok(s) = String::try_from(v) {
             assert!(!s.contains('\0'), "NUL in stat {k}");
         }

@@ -1,0 +1,553 @@
+//! The structure of a document: what each block is (prose, heading, list item, code or
+//! console output, display math, table, caption, footnote, reference entry, contents entry)
+//! and which section it belongs to.
+//!
+//! A PDF's lines carry what the page shows: font size against the body text's, the share of
+//! glyphs in monospace, math, bold faces, position on the page. Plain text has only its
+//! characters, so the same rules read what text shows: symbol and digit density, code-like
+//! lines (prompts, assignments, brackets), indentation, numbering. Only prose (and list items
+//! written as sentences) may be quoted in a summary; headings give the sections, whose kind
+//! (introduction, conclusion, references ...) the ranker weighs.
+
+use super::clean::continues_across_page;
+use super::document::{Block, Document, Line};
+use super::text::{is_cjk, is_cjk_letter};
+use super::{Cancel, SummaryError};
+use serde::{Deserialize, Serialize};
+
+/// What a block is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockKind {
+    Prose,
+    /// A heading: its level (1 = section, 2 = subsection, ...).
+    Heading(u8),
+    ListItem,
+    /// Program code or console output.
+    Code,
+    /// Display mathematics.
+    Math,
+    /// A table or a grid of numbers.
+    Table,
+    /// A figure's or table's caption.
+    Caption,
+    Footnote,
+    /// An entry of a reference list or bibliography.
+    Reference,
+    /// A table of contents entry.
+    Contents,
+    /// Anything else (a lone label, a page decoration).
+    Other,
+}
+
+impl BlockKind {
+    /// Whether its sentences may be quoted in a summary.
+    pub fn is_prose(self) -> bool {
+        matches!(self, BlockKind::Prose | BlockKind::ListItem)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockKind::Prose => "prose",
+            BlockKind::Heading(_) => "heading",
+            BlockKind::ListItem => "list_item",
+            BlockKind::Code => "code",
+            BlockKind::Math => "math",
+            BlockKind::Table => "table",
+            BlockKind::Caption => "caption",
+            BlockKind::Footnote => "footnote",
+            BlockKind::Reference => "reference",
+            BlockKind::Contents => "contents",
+            BlockKind::Other => "other",
+        }
+    }
+}
+
+/// What a section is, from its heading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SectionKind {
+    /// Before the first heading.
+    Front,
+    Abstract,
+    Introduction,
+    Background,
+    Body,
+    /// Conclusions, summary, discussion, outlook.
+    Conclusion,
+    Acknowledgements,
+    References,
+    Appendix,
+    Contents,
+}
+
+/// A section: its heading and kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Section {
+    pub title: String,
+    /// 0 for the front matter, 1 for a section, 2 for a subsection ...
+    pub level: u8,
+    /// The kind of this section, or of the top-level section it is part of.
+    pub kind: SectionKind,
+    /// Index of its heading block (none for the front matter).
+    pub heading: Option<usize>,
+}
+
+/// Reads the kind of a section from its title (numbering removed, any case).
+pub fn section_kind(title: &str) -> Option<SectionKind> {
+    let t = strip_numbering(title).to_lowercase();
+    let t = t.trim_matches(|c: char| !c.is_alphanumeric() && !is_cjk_letter(c));
+    let starts = |words: &[&str]| words.iter().any(|w| t.starts_with(w));
+    let is = |words: &[&str]| words.iter().any(|w| t == *w);
+    Some(if starts(&["abstract", "summary of the paper"]) || is(&["摘要", "提要"]) {
+        SectionKind::Abstract
+    } else if starts(&["introduction", "overview", "motivation", "preface", "引言", "介绍", "概述", "前言", "绪论", "简介"]) {
+        SectionKind::Introduction
+    } else if starts(&["background", "related work", "previous work", "prior work", "literature review", "related literature", "背景", "相关工作"]) {
+        SectionKind::Background
+    } else if starts(&[
+        "conclusion", "concluding", "summary", "discussion", "final remark", "closing remark", "outlook", "future work",
+        "结论", "总结", "讨论", "小结", "结语", "展望",
+    ]) {
+        SectionKind::Conclusion
+    } else if starts(&["acknowledg", "acknowlegement", "thanks", "funding", "致谢", "鸣谢"]) {
+        SectionKind::Acknowledgements
+    } else if starts(&["references", "bibliography", "literature cited", "works cited", "citations", "参考文献", "引用"]) {
+        SectionKind::References
+    } else if starts(&["appendix", "appendices", "supplementary", "supplemental", "附录"]) {
+        SectionKind::Appendix
+    } else if starts(&["contents", "table of contents", "目录", "目次"]) {
+        SectionKind::Contents
+    } else {
+        return None;
+    })
+}
+
+/// A heading's numbering ("2.1.", "3", "A.2", "IV.", "第3章", "（二）") and its depth.
+fn numbering(title: &str) -> Option<(String, u8)> {
+    let t = title.trim_start();
+    let first = t.split_whitespace().next()?;
+    let token = first.trim_end_matches(['.', ':', ')']);
+    if token.is_empty() || t.len() == first.len() {
+        return None;
+    }
+    let parts: Vec<&str> = token.split('.').collect();
+    let ok = parts.iter().enumerate().all(|(i, p)| {
+        !p.is_empty()
+            && p.len() <= 3
+            && (p.chars().all(|c| c.is_ascii_digit())
+                || (i == 0 && p.len() == 1 && p.chars().all(|c| c.is_ascii_uppercase()))
+                || (i == 0 && roman(p)))
+    });
+    if ok && parts.len() <= 4 {
+        return Some((token.to_string(), parts.len() as u8));
+    }
+    if (first.starts_with('第') && first.contains(['章', '节', '部'])) || first.starts_with(['一', '二', '三', '四', '五', '六', '七', '八', '九', '十']) && first.ends_with(['、', '.']) {
+        return Some((first.to_string(), 1));
+    }
+    None
+}
+
+fn roman(p: &str) -> bool {
+    !p.is_empty() && p.len() <= 5 && p.chars().all(|c| matches!(c, 'I' | 'V' | 'X'))
+}
+
+/// `title` without its numbering.
+pub fn strip_numbering(title: &str) -> &str {
+    match numbering(title) {
+        Some(_) => {
+            let t = title.trim_start();
+            t[t.find(char::is_whitespace).unwrap_or(t.len())..].trim_start()
+        }
+        None => title.trim(),
+    }
+}
+
+/// What the classifier knows of one line.
+#[derive(Debug, Clone, Copy, Default)]
+struct Features {
+    words: usize,
+    /// Share of whitespace tokens that are plain words (letters, with punctuation around).
+    plain: f32,
+    /// Share of non-space characters that are digits, and symbols (not letters, digits or
+    /// common punctuation).
+    digits: f32,
+    symbols: f32,
+    /// The line reads like code or console output (text signs only).
+    code_text: bool,
+    /// The share of glyphs in monospace, math and bold faces; size against the body's (PDF).
+    mono: f32,
+    math: f32,
+    bold: f32,
+    size: f32,
+    /// The line is in the bottom fifth of its page (PDF).
+    low: bool,
+    ends_sentence: bool,
+    /// Starts like a list item ("•", "-", "1.", "(a)").
+    bullet: bool,
+    cjk: bool,
+}
+
+/// A plain word, as a reader counts them: letters (with inner hyphens or apostrophes),
+/// optionally wrapped in quotes or brackets and followed by punctuation.
+pub fn is_plain_word(w: &str) -> bool {
+    let w = w.trim_start_matches(['(', '"', '“', '‘', '\'', '[']);
+    let w = w.trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '"', '”', '’', '\'', ']']);
+    let mut chars = w.chars();
+    let plain = match chars.next() {
+        Some(c) if c.is_alphabetic() => chars.all(|c| c.is_alphabetic() || matches!(c, '-' | '\'' | '’')),
+        _ => false,
+    };
+    // A lone letter is a variable more often than a word ("a", "I" excepted).
+    plain && (w.chars().count() > 1 || matches!(w, "a" | "A" | "I"))
+}
+
+/// Share of the plain words among `text`'s whitespace tokens (CJK text: share of CJK letters
+/// and CJK punctuation among its non-space characters).
+pub fn prose_share(text: &str) -> f32 {
+    let (mut cjk, mut chars) = (0usize, 0usize);
+    for c in text.chars().filter(|c| !c.is_whitespace()) {
+        chars += 1;
+        if is_cjk(c) {
+            cjk += 1;
+        }
+    }
+    if chars > 0 && cjk * 3 > chars {
+        let ok = text.chars().filter(|c| !c.is_whitespace() && (is_cjk(*c) || c.is_alphabetic() || "，。、；：！？（）“”".contains(*c))).count();
+        return ok as f32 / chars as f32;
+    }
+    let toks: Vec<&str> = text.split_whitespace().collect();
+    if toks.is_empty() {
+        return 0.0;
+    }
+    toks.iter().filter(|w| is_plain_word(w)).count() as f32 / toks.len() as f32
+}
+
+/// Code and console lines by their text: prompts, console output indices, assignment and
+/// scope operators, statement ends, markup; a call ("f(x)") only in a line that is not
+/// mostly words (`plain` is its share of plain words).
+fn looks_like_code(t: &str, plain: f32) -> bool {
+    let s = t.trim_start();
+    let prompt = ["R> ", "> ", ">>> ", "... ", "$ ", "# ", "In [", "Out[", "+ ", "% ", "julia> ", "sage: ", "irb"]
+        .iter()
+        .any(|p| s.starts_with(p));
+    let console_index = s.starts_with('[') && s[1..].split(']').next().is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == ','));
+    let assign = [" <- ", " <<- ", " := ", " == ", " != ", "::", " += ", "<-", "->"].iter().any(|p| s.contains(p));
+    let call = {
+        let b = s.as_bytes();
+        s.contains("()") || b.windows(2).any(|w| (w[0].is_ascii_alphanumeric() || w[0] == b'_') && w[1] == b'(')
+    };
+    let ends = s.ends_with(';') || s.ends_with('{') || s.ends_with('}') || s.starts_with('}') || s.starts_with("#include") || s.starts_with("def ") || s.starts_with("import ") || s.starts_with("library(");
+    let xml = s.starts_with('<') && s.contains('>') && (s.contains("</") || s.ends_with("/>") || s.ends_with('>'));
+    prompt || console_index || ((assign || ends || xml) && plain < 0.8) || (call && plain < 0.6)
+}
+
+fn features(doc: &Document, line: &Line, body: f32) -> Features {
+    let t = line.text.as_str();
+    let mut f = Features { plain: prose_share(t), words: t.split_whitespace().count(), ..Features::default() };
+    let (mut digits, mut symbols, mut n, mut cjk) = (0usize, 0usize, 0usize, 0usize);
+    for c in t.chars().filter(|c| !c.is_whitespace()) {
+        n += 1;
+        if c.is_ascii_digit() {
+            digits += 1;
+        } else if is_cjk(c) {
+            cjk += 1;
+        } else if !c.is_alphanumeric() && !".,;:'\"()-–—’‘“”?!/%".contains(c) {
+            symbols += 1;
+        }
+    }
+    let n = n.max(1) as f32;
+    f.digits = digits as f32 / n;
+    f.symbols = symbols as f32 / n;
+    f.cjk = cjk as f32 / n > 0.3;
+    f.code_text = !f.cjk && looks_like_code(t, f.plain);
+    f.ends_sentence = t.trim_end().ends_with(['.', '!', '?', '。', '！', '？', ':', '：']);
+    let first = t.split_whitespace().next().unwrap_or("");
+    // A lone symbol (any bullet or dingbat: "•", "❼", "–") or an enumerator ("1.", "(a)").
+    f.bullet = (first.chars().count() == 1 && first.chars().all(|c| !c.is_ascii_alphanumeric() && !c.is_alphabetic() && !"\"'([“‘".contains(c)) && f.words > 2)
+        || first.starts_with(['•', '◦', '▪', '‣', '·'])
+        || (first.len() <= 4
+            && (first.ends_with(')') || first.ends_with('.'))
+            && first.trim_end_matches([')', '.']).trim_start_matches('(').chars().all(|c| c.is_ascii_alphanumeric())
+            && f.words > 3
+            && !first.trim_end_matches([')', '.']).is_empty());
+    f.size = 1.0;
+    if let Some(tl) = line.layout.and_then(|i| doc.pages[line.page].lines.get(i)) {
+        f.mono = tl.mono;
+        f.math = tl.math;
+        f.bold = tl.bold;
+        f.size = if body > 0.0 { tl.size / body } else { 1.0 };
+        if let Some([_, y0, _, y1]) = doc.pages[line.page].area {
+            f.low = tl.bbox[3] < y0 + 0.2 * (y1 - y0);
+        }
+    }
+    f
+}
+
+/// The body text's font size: the size most of the document's characters are set in.
+fn body_size(doc: &Document) -> f32 {
+    let mut hist: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
+    for l in &doc.lines {
+        if let Some(tl) = l.layout.and_then(|i| doc.pages[l.page].lines.get(i)) {
+            *hist.entry((tl.size * 4.0).round() as u32).or_default() += l.text.len();
+        }
+    }
+    hist.into_iter().max_by_key(|&(k, n)| (n, std::cmp::Reverse(k))).map_or(0.0, |(k, _)| k as f32 / 4.0)
+}
+
+/// Whether a line is a caption's first line.
+fn caption_start(t: &str) -> bool {
+    let lower = t.to_lowercase();
+    for w in ["figure", "fig.", "table", "listing", "algorithm", "exhibit", "chart", "plate", "code", "box"] {
+        if let Some(rest) = lower.strip_prefix(w) {
+            let rest = rest.trim_start();
+            let num: String = rest.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '.').collect();
+            if !num.is_empty() && num.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+                let after = rest[num.len()..].trim_start();
+                return after.starts_with([':', '.', '—', '–', '-']) || after.is_empty() || (num.ends_with('.') && !after.is_empty());
+            }
+        }
+    }
+    let mut chars = t.chars();
+    matches!(chars.next(), Some('图' | '表')) && chars.next().is_some_and(|c| c.is_ascii_digit())
+}
+
+/// Reference-list entries by their text: "Author A, Author B (2001)." / "[12] ..." / "1. Name,".
+fn reference_like(t: &str) -> bool {
+    let s = t.trim_start();
+    let bracket = s.starts_with('[') && s[1..].split(']').next().is_some_and(|n| !n.is_empty() && n.len() <= 4 && n.chars().all(|c| c.is_ascii_alphanumeric()));
+    let year = s.char_indices().any(|(i, c)| c == '(' && s[i + 1..].chars().take(4).all(|d| d.is_ascii_digit()) && s[i + 1..].len() >= 5 && s.as_bytes().get(i + 5) == Some(&b')'));
+    bracket || (year && s.split(',').count() >= 2)
+}
+
+/// Contents entries: a title, a leader or gap, and a page number at the end.
+fn contents_like(t: &str) -> bool {
+    let s = t.trim_end();
+    let last = s.split_whitespace().last().unwrap_or("");
+    let number = !last.is_empty() && (last.chars().all(|c| c.is_ascii_digit()) || super::clean::roman_page(last));
+    number && (s.contains(". . .") || s.contains("....") || s.contains("···") || s.contains("……"))
+}
+
+/// Reads `doc.lines` into blocks and sections.
+pub fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
+    let body = body_size(doc);
+    let feats: Vec<Features> = doc.lines.iter().map(|l| features(doc, l, body)).collect();
+    cancel.check()?;
+    // Source blocks: runs of lines from one block of the page (a blank line, a page break, a
+    // change of face or size between them ends one).
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for i in 0..doc.lines.len() {
+        let l = &doc.lines[i];
+        let new = match i.checked_sub(1) {
+            None => true,
+            Some(p) => {
+                let (a, b) = (&feats[p], &feats[i]);
+                l.block_start
+                    || doc.lines[p].page != l.page
+                    || (a.mono > 0.5) != (b.mono > 0.5)
+                    || (a.size - b.size).abs() > 0.12
+                    || caption_start(&l.text)
+                    || (b.bullet && doc.lines[p].layout.is_some())
+                    || (is_heading_line(&feats[p], &doc.lines[p].text) && !is_heading_line(b, &l.text))
+            }
+        };
+        if new {
+            groups.push(vec![i]);
+        } else if let Some(g) = groups.last_mut() {
+            g.push(i);
+        }
+    }
+    cancel.check()?;
+    // Pass 1: each group's kind; a prose block that a page break cut in two continues the
+    // previous one.
+    let mut blocks: Vec<Block> = Vec::new();
+    let mut sizes: Vec<f32> = Vec::new();
+    for g in groups {
+        let (text, joins) = doc.join_lines(&g);
+        let kind = classify(&g.iter().map(|&i| feats[i]).collect::<Vec<_>>(), &text, &g.iter().map(|&i| doc.lines[i].indent).collect::<Vec<_>>());
+        if kind.is_prose() {
+            if let Some(prev) = blocks.iter_mut().rev().find(|b| !matches!(b.kind, BlockKind::Footnote | BlockKind::Other | BlockKind::Caption)) {
+                let prev_page = prev.lines.last().map(|&i| doc.lines[i].page);
+                let page = doc.lines[g[0]].page;
+                // The same page: the next block immediately follows (nothing between them) and
+                // starts in lowercase: a paragraph the layout split (a column break, a float).
+                let adjacent = prev_page == Some(page) && prev.lines.last().is_some_and(|&l| l + 1 == g[0]) && text.starts_with(|c: char| c.is_lowercase());
+                if prev.kind == BlockKind::Prose && (prev_page.is_some_and(|p| p + 1 == page) || adjacent) && continues_across_page(&prev.text, &text) {
+                    prev.lines.extend(g.iter().copied());
+                    let (t, j) = doc.join_lines(&prev.lines);
+                    prev.text = t;
+                    prev.joins = j;
+                    continue;
+                }
+            }
+        }
+        sizes.push(g.iter().map(|&i| feats[i].size).fold(0.0, f32::max));
+        blocks.push(Block { kind, text, lines: g, joins, section: 0 });
+    }
+    cancel.check()?;
+    if super::ablation::off("structure") {
+        // Measured without structure: every block is prose, in one section.
+        for b in &mut blocks {
+            b.kind = if b.text.trim().is_empty() { BlockKind::Other } else { BlockKind::Prose };
+        }
+        doc.blocks = blocks;
+        doc.sections = vec![Section { title: String::new(), level: 0, kind: SectionKind::Front, heading: None }];
+        return Ok(());
+    }
+    // Pass 2: heading levels and sections. A numbered heading's level is its numbering's
+    // depth; otherwise headings rank by size (the largest style is level 1), and a heading as
+    // large as the body text (set apart by weight only) is one level below the sized ones.
+    let mut styles: Vec<i32> = blocks
+        .iter()
+        .zip(&sizes)
+        .filter(|(b, _)| matches!(b.kind, BlockKind::Heading(_)))
+        .map(|(_, &sz)| (sz * 20.0).round() as i32)
+        .collect();
+    styles.sort_unstable_by(|a, b| b.cmp(a));
+    styles.dedup();
+    let mut current = (SectionKind::Front, 0u8);
+    let mut sections = vec![Section { title: String::new(), level: 0, kind: SectionKind::Front, heading: None }];
+    for (bi, (b, &sz)) in blocks.iter_mut().zip(&sizes).enumerate() {
+        if let BlockKind::Heading(_) = b.kind {
+            let rank = styles.iter().position(|&st| st == (sz * 20.0).round() as i32).unwrap_or(0);
+            let number = numbering(&b.text);
+            let level = number.as_ref().map_or((rank + 1).min(6) as u8, |(_, depth)| *depth);
+            let named = section_kind(&b.text);
+            let kind = match named {
+                Some(k) => k,
+                // A heading below the one that set the kind is part of its section.
+                None if level > current.1 && current.1 > 0 => current.0,
+                // Lettered sections after an appendix are appendices too.
+                None if current.0 == SectionKind::Appendix && number.as_ref().is_some_and(|(n, _)| n.starts_with(|c: char| c.is_ascii_uppercase())) => SectionKind::Appendix,
+                None => SectionKind::Body,
+            };
+            if named.is_some() || level <= current.1.max(1) {
+                current = (kind, level);
+            }
+            sections.push(Section { title: b.text.clone(), level, kind, heading: Some(bi) });
+            b.kind = BlockKind::Heading(level);
+        } else if b.kind.is_prose() {
+            match current.0 {
+                SectionKind::References => b.kind = BlockKind::Reference,
+                SectionKind::Contents => b.kind = BlockKind::Contents,
+                _ => {}
+            }
+        }
+        b.section = sections.len() - 1;
+    }
+    doc.blocks = blocks;
+    doc.sections = sections;
+    Ok(())
+}
+
+fn is_heading_line(f: &Features, text: &str) -> bool {
+    f.words <= 14 && !text.trim_end().ends_with(['.', ',', ';']) && (f.size >= 1.12 || f.bold >= 0.6 || numbering(text).is_some()) && f.plain >= 0.5
+}
+
+/// The kind of a block of lines with features `f`, text `text` and indentations `indents`.
+fn classify(f: &[Features], text: &str, indents: &[u32]) -> BlockKind {
+    let n = f.len().max(1) as f32;
+    let share = |p: &dyn Fn(&Features) -> bool| f.iter().filter(|x| p(x)).count() as f32 / n;
+    let words: usize = f.iter().map(|x| x.words).sum();
+    let plain = prose_share(text);
+    let mono = f.iter().map(|x| x.mono).sum::<f32>() / n;
+    let math = f.iter().map(|x| x.math).sum::<f32>() / n;
+    let cjk = share(&|x| x.cjk) > 0.5;
+    // Monospace: code, unless the block is mostly words (prose with a URL or a long name
+    // set in the typewriter face).
+    if mono > 0.85 || (mono > 0.5 && plain < 0.75) {
+        return BlockKind::Code;
+    }
+    if caption_start(text) {
+        return BlockKind::Caption;
+    }
+    let first = &f[0];
+    // Headings: short, not a sentence, set apart by size, weight or numbering.
+    if f.len() <= 2 && is_heading_line(first, text) && !first.bullet && (first.size >= 1.12 || first.bold >= 0.6 || (numbering(text).is_some() && first.words <= 10 && text.chars().nth(text.find(' ').unwrap_or(0) + 1).is_some_and(|c| c.is_uppercase() || is_cjk_letter(c)))) {
+        let level = if first.size >= 1.4 { 1 } else if first.size >= 1.12 { 1 } else { 2 };
+        return BlockKind::Heading(level);
+    }
+    if f.len() <= 2 && section_kind(text).is_some() && words <= 4 && !text.ends_with('.') {
+        return BlockKind::Heading(1);
+    }
+    if share(&|x| x.code_text) >= 0.5 || (indents.iter().all(|&i| i >= 4) && share(&|x| x.symbols > 0.08) >= 0.5) {
+        return BlockKind::Code;
+    }
+    if math > 0.3 && plain < 0.7 {
+        return BlockKind::Math;
+    }
+    if !cjk && (share(&|x| x.symbols > 0.15 && x.plain < 0.5) >= 0.5 || (plain < 0.35 && words >= 1 && share(&|x| x.digits < 0.3) >= 0.5)) {
+        return if share(&|x| x.digits > 0.3) >= 0.5 { BlockKind::Table } else { BlockKind::Math };
+    }
+    if !cjk && share(&|x| x.digits > 0.3 && x.plain < 0.6) >= 0.5 {
+        return BlockKind::Table;
+    }
+    if f.iter().all(|x| x.low && x.size < 0.9) && f[0].size < 0.9 {
+        return BlockKind::Footnote;
+    }
+    if contents_like(text) {
+        return BlockKind::Contents;
+    }
+    if reference_like(text) && share(&|x| x.ends_sentence) > 0.0 && words > 5 && text.split(',').count() >= 3 && !first.bullet {
+        return BlockKind::Reference;
+    }
+    if first.bullet {
+        return BlockKind::ListItem;
+    }
+    if (cjk && text.chars().count() >= 6) || (words >= 4 && plain >= 0.6) {
+        return BlockKind::Prose;
+    }
+    BlockKind::Other
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn section_kinds_from_titles() {
+        assert_eq!(section_kind("1. Introduction"), Some(SectionKind::Introduction));
+        assert_eq!(section_kind("5 Concluding remarks"), Some(SectionKind::Conclusion));
+        assert_eq!(section_kind("Acknowledgments"), Some(SectionKind::Acknowledgements));
+        assert_eq!(section_kind("References"), Some(SectionKind::References));
+        assert_eq!(section_kind("Appendix A. Proofs"), Some(SectionKind::Appendix));
+        assert_eq!(section_kind("参考文献"), Some(SectionKind::References));
+        assert_eq!(section_kind("2.1. S4 objects"), None);
+        assert_eq!(strip_numbering("2.1. S4 objects"), "S4 objects");
+        assert_eq!(numbering("2.1. S4 objects"), Some(("2.1".into(), 2)));
+        assert_eq!(numbering("A.2 Proofs"), Some(("A.2".into(), 2)));
+        assert_eq!(numbering("In this paper we"), None);
+    }
+
+    #[test]
+    fn code_lines_by_their_text() {
+        for code in ["R> x <- rnorm(10)", "> library(kernlab)", "[1] 0.03222066 0.967779343", "int main() {", "<entry key=\"a\"/>", "x <- rbind(a, b)"] {
+            assert!(looks_like_code(code, prose_share(code)), "{code}");
+        }
+        for prose in [
+            "The package provides a function (see below) for this.",
+            "We use R for the analysis; it is free.",
+            "To load the data, in R, one first needs to load the package, using the function library(). The",
+        ] {
+            assert!(!looks_like_code(prose, prose_share(prose)), "{prose}");
+        }
+    }
+
+    #[test]
+    fn plain_words_and_prose_share() {
+        assert!(is_plain_word("(word),"));
+        assert!(!is_plain_word("x[1]"));
+        assert!(prose_share("This is a plain sentence.") > 0.99);
+        assert!(prose_share("d(u|y, θ, β) = W (y − ZΛ(θ)u − Xβ)") < 0.3);
+        assert!(prose_share("图书馆的志愿者每周整理书架。") > 0.9);
+    }
+
+    #[test]
+    fn captions_and_references() {
+        assert!(caption_start("Figure 3: Results of the fit."));
+        assert!(caption_start("Table 2. Data"));
+        assert!(!caption_start("Figures show that"));
+        assert!(reference_like("Chang C, Lin C (2001). LIBSVM: a library for support vector machines."));
+        assert!(reference_like("[12] A. Smith, B. Jones. A title. Journal, 2001."));
+    }
+}

@@ -1,0 +1,176 @@
+//! The summarizer's reading of a document's structure, on small PDFs made here: block kinds
+//! (prose, headings, code in a monospace face, a formula in a math face, a number table, a
+//! caption, a footnote, a reference list), sections, the word budget, and the anchors that
+//! point each summary sentence back to its page.
+
+#[path = "pdf/builder.rs"]
+mod builder;
+
+use seqgpt::pdf::{extract_text, ExtractOptions};
+use seqgpt::summarize::document::{Document, Page};
+use seqgpt::summarize::extractive::{word_count, Ranker};
+use seqgpt::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
+use seqgpt::summarize::structure::{BlockKind, SectionKind};
+use seqgpt::summarize::{Cancel, SummaryOptions};
+
+/// One text line: font resource, size, x, y, text (a PDF literal string's inside).
+type L<'a> = (&'a str, f32, f32, f32, &'a str);
+
+fn content(lines: &[L<'_>]) -> Vec<u8> {
+    let mut c = String::new();
+    for (font, size, x, y, text) in lines {
+        c.push_str(&format!("BT /{font} {size} Tf {x} {y} Td ({text}) Tj ET\n"));
+    }
+    c.into_bytes()
+}
+
+/// A document with Times-Roman (/R), Helvetica-Bold (/B), Courier (/C) and Symbol (/S).
+fn article(pages: &[Vec<L<'_>>]) -> Vec<u8> {
+    let mut pdf = builder::Pdf::new();
+    let r = pdf.add("<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /Encoding /WinAnsiEncoding >>");
+    let b = pdf.add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>");
+    let c = pdf.add("<< /Type /Font /Subtype /Type1 /BaseFont /Courier /Encoding /WinAnsiEncoding >>");
+    let s = pdf.add("<< /Type /Font /Subtype /Type1 /BaseFont /Symbol >>");
+    let resources = format!("<< /Font << /R {r} 0 R /B {b} 0 R /C {c} 0 R /S {s} 0 R >> >>");
+    let pages: Vec<(Vec<u8>, String)> = pages.iter().map(|p| (content(p), resources.clone())).collect();
+    builder::doc_with_pages(&mut pdf, &pages)
+}
+
+fn page_one() -> Vec<L<'static>> {
+    vec![
+        ("B", 14.0, 72.0, 730.0, "1. Introduction"),
+        ("R", 10.0, 72.0, 706.0, "This paper describes a small tool that reads long documents and writes"),
+        ("R", 10.0, 72.0, 694.0, "short summaries of them \\(Chang and Lin 2001\\). The summaries keep the"),
+        ("R", 10.0, 72.0, 682.0, "sentences that state the point of a document, e.g. its aims and results."),
+        ("R", 10.0, 72.0, 670.0, "We present the method in Section 2.1 and compare it with Fig. 3 of et al. work."),
+        ("C", 10.0, 72.0, 640.0, "> x <- rnorm\\(10\\)"),
+        ("C", 10.0, 72.0, 628.0, "> summary\\(x\\)"),
+        ("R", 10.0, 72.0, 600.0, "The tool runs on small devices without a network, and its summaries are"),
+        ("R", 10.0, 72.0, 588.0, "made of the document's own sentences, so that nothing is invented."),
+        ("S", 12.0, 200.0, 555.0, "a + b = g \\(1\\)"),
+        ("R", 10.0, 72.0, 520.0, "Model"),
+        ("R", 10.0, 200.0, 520.0, "1.23"),
+        ("R", 10.0, 300.0, 520.0, "4.56"),
+        ("R", 10.0, 400.0, 520.0, "7.89"),
+        ("R", 10.0, 72.0, 506.0, "Linear"),
+        ("R", 10.0, 200.0, 506.0, "2.34"),
+        ("R", 10.0, 300.0, 506.0, "5.67"),
+        ("R", 10.0, 400.0, 506.0, "8.90"),
+        ("R", 10.0, 72.0, 492.0, "Quadratic"),
+        ("R", 10.0, 200.0, 492.0, "3.45"),
+        ("R", 10.0, 300.0, 492.0, "6.78"),
+        ("R", 10.0, 400.0, 492.0, "9.01"),
+        ("R", 9.0, 72.0, 470.0, "Figure 1: Estimated densities of the two samples of the survey."),
+        ("R", 10.0, 72.0, 440.0, "Summaries of this kind help readers decide which documents to read in full,"),
+        ("R", 10.0, 72.0, 428.0, "and they point to the page where each of their sentences stands."),
+        ("R", 7.0, 72.0, 60.0, "1 The data come from the national survey of the year before the study began."),
+    ]
+}
+
+fn page_two() -> Vec<L<'static>> {
+    vec![
+        ("B", 14.0, 72.0, 730.0, "2. Conclusions"),
+        ("R", 10.0, 72.0, 706.0, "In summary, the tool writes summaries that readers keep, and it needs no"),
+        ("R", 10.0, 72.0, 694.0, "model file: its extractive method reads the structure of each document."),
+        ("B", 14.0, 72.0, 660.0, "References"),
+        ("R", 10.0, 72.0, 636.0, "Chang C, Lin C \\(2001\\). LIBSVM: a library for support vector machines. Software."),
+        ("R", 10.0, 72.0, 612.0, "Erkan G, Radev DR \\(2004\\). LexRank: graph-based lexical centrality. JAIR."),
+    ]
+}
+
+fn read(bytes: &[u8]) -> Document {
+    let doc = extract_text(bytes, &ExtractOptions::default()).unwrap();
+    let pages = doc.pages.into_iter().map(|p| Page { number: p.number, text: p.text, lines: p.lines, area: p.area }).collect();
+    Document::read(pages, "", &Cancel::new()).unwrap()
+}
+
+fn kind_of<'a>(doc: &'a Document, needle: &str) -> BlockKind {
+    doc.blocks
+        .iter()
+        .find(|b| b.text.contains(needle))
+        .unwrap_or_else(|| panic!("no block holds {needle:?}: {:#?}", doc.blocks.iter().map(|b| (&b.kind, &b.text)).collect::<Vec<_>>()))
+        .kind
+}
+
+#[test]
+fn block_kinds_of_a_small_article() {
+    let doc = read(&article(&[page_one(), page_two()]));
+    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    assert_eq!(kind_of(&doc, "1. Introduction"), BlockKind::Heading(1), "{}", show());
+    assert_eq!(kind_of(&doc, "This paper describes"), BlockKind::Prose, "{}", show());
+    assert_eq!(kind_of(&doc, "rnorm"), BlockKind::Code, "{}", show());
+    assert_eq!(kind_of(&doc, "="), BlockKind::Math, "{}", show());
+    assert_eq!(kind_of(&doc, "4.56"), BlockKind::Table, "{}", show());
+    assert_eq!(kind_of(&doc, "Figure 1:"), BlockKind::Caption, "{}", show());
+    assert_eq!(kind_of(&doc, "national survey"), BlockKind::Footnote, "{}", show());
+    assert_eq!(kind_of(&doc, "LIBSVM"), BlockKind::Reference, "{}", show());
+    assert_eq!(kind_of(&doc, "In summary"), BlockKind::Prose, "{}", show());
+    // Sections and their kinds.
+    let kinds: Vec<SectionKind> = doc.sections.iter().map(|s| s.kind).collect();
+    assert_eq!(kinds, vec![SectionKind::Front, SectionKind::Introduction, SectionKind::Conclusion, SectionKind::References], "{:?}", doc.sections);
+    // Prose blocks only go to the model.
+    let prose: Vec<String> = doc.prose_paragraphs().into_iter().map(|p| p.text).collect();
+    assert!(prose.iter().all(|p| !p.contains("rnorm") && !p.contains("4.56") && !p.contains("LIBSVM") && !p.contains("Figure 1")), "{prose:?}");
+}
+
+#[test]
+fn sentences_survive_citations_abbreviations_and_line_breaks() {
+    let doc = read(&article(&[page_one(), page_two()]));
+    let ranker = Ranker::new(&doc, &Cancel::new()).unwrap();
+    let texts: Vec<&str> = ranker.sentences.iter().map(|s| s.text.as_str()).collect();
+    assert!(texts.contains(&"This paper describes a small tool that reads long documents and writes short summaries of them (Chang and Lin 2001)."), "{texts:#?}");
+    assert!(texts.contains(&"The summaries keep the sentences that state the point of a document, e.g. its aims and results."), "{texts:#?}");
+    assert!(texts.contains(&"We present the method in Section 2.1 and compare it with Fig. 3 of et al. work."), "{texts:#?}");
+    // No sentence of code, tables or references is a candidate.
+    for s in &ranker.sentences {
+        assert!(!s.text.contains("rnorm") && !s.text.contains("LIBSVM"), "{}", s.text);
+    }
+}
+
+#[test]
+fn the_word_budget_holds_and_is_filled() {
+    let doc = read(&article(&[page_one(), page_two()]));
+    let ranker = Ranker::new(&doc, &Cancel::new()).unwrap();
+    let prose_words: usize = ranker.sentences.iter().filter(|s| s.candidate).map(|s| s.words).sum();
+    for budget in [10, 25, 40, 60, 80] {
+        let chosen = ranker.select(budget, |_| true);
+        let words: usize = chosen.iter().map(|&i| ranker.sentences[i].words).sum();
+        assert!(words <= budget, "{words} words for a budget of {budget}");
+        assert_eq!(word_count(&ranker.render(&chosen, seqgpt::summarize::Style::Paragraph, budget)), words);
+        if prose_words >= budget && budget >= 40 {
+            assert!(words * 100 >= budget * 85, "{words} words fill less than 85% of {budget}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anchors_point_to_the_sentence_on_its_page() {
+    let bytes = article(&[page_one(), page_two()]);
+    let pages = extract_text(&bytes, &ExtractOptions::default()).unwrap().pages;
+    let pipeline = Pipeline::new(None, None, PipelineSettings::default());
+    let opts = SummaryOptions { max_words: Some(70), ..Default::default() };
+    let s = pipeline.summarize(Input::Pdf { bytes: bytes.clone(), permit: None }, &opts, &mut Ignore, &Cancel::new()).await.unwrap();
+    assert!(!s.sentences.is_empty());
+    assert!(word_count(&s.text) <= 70, "{}", s.text);
+    for a in &s.sentences {
+        assert!(s.text.contains(&a.text), "{} not in {}", a.text, s.text);
+        let page = &pages[a.page as usize - 1];
+        let on_page: String = page.text.chars().skip(a.start as usize).take((a.end - a.start) as usize).collect();
+        let flat = on_page.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert_eq!(flat, a.text, "page {} characters {}..{}", a.page, a.start, a.end);
+        assert!(!a.boxes.is_empty());
+        let [x0, y0, x1, y1] = page.area.unwrap();
+        for b in &a.boxes {
+            assert!(b[0] >= x0 && b[1] >= y0 && b[2] <= x1 && b[3] <= y1 && b[0] <= b[2] && b[1] <= b[3], "{b:?} outside the page");
+        }
+    }
+    // Plain text: the same, without boxes.
+    let text = "First page sentence that says something about the topic at hand.\u{000C}Second page has a sentence about other things entirely.";
+    let s = pipeline.summarize(Input::Text(text.into()), &SummaryOptions::default(), &mut Ignore, &Cancel::new()).await.unwrap();
+    for a in &s.sentences {
+        let page = text.split('\u{000C}').nth(a.page as usize - 1).unwrap();
+        let on_page: String = page.chars().skip(a.start as usize).take((a.end - a.start) as usize).collect();
+        assert_eq!(on_page, a.text);
+        assert!(a.boxes.is_empty());
+    }
+}
