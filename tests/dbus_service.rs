@@ -93,7 +93,7 @@ async fn extractive_text_job_signals_properties_and_cache() {
     assert!(!stat_bool(stats3, "cached"));
     assert_eq!(c.service_stat("cache_hits").await, 1);
     assert_eq!(c.service_stat("jobs_done").await, 3);
-    assert!(daemon.state_dir.join("summaries/v1").exists());
+    assert!(daemon.state_dir.join("summaries/v2").exists());
 
     // Wait on a finished job returns its result at once.
     let reply = c.call(job.as_str(), "org.seqgpt.Job1", "Wait", &()).await.unwrap();

@@ -946,6 +946,20 @@ mod tests {
         assert_eq!(rec.0.first().unwrap(), "summarize 0/1");
         assert_eq!(rec.0.last().unwrap(), "summarize 1/1");
         assert!(rec.0.iter().any(|e| e.starts_with("partial 0 ")));
+        // The quoted sentence says where it stands.
+        assert_eq!(s.sentences.len(), 1);
+        let a = &s.sentences[0];
+        assert_eq!((a.text.as_str(), a.page), ("Installing solar panels lowers the electricity bill.", 1));
+        let on_page: String = DOC.chars().skip(a.start as usize).take((a.end - a.start) as usize).collect();
+        assert_eq!(on_page, a.text);
+    }
+
+    #[tokio::test]
+    async fn a_free_text_summary_has_no_anchors() {
+        let p = pipeline(Echo::new(|_| "A summary in other words.".into()), Template::bloomz());
+        let s = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut Ignore, &Cancel::new()).await.unwrap();
+        assert_eq!(s.method, Method::Model);
+        assert!(s.sentences.is_empty());
     }
 
     #[tokio::test]
