@@ -10,7 +10,6 @@ mod dbus_harness;
 mod builder;
 
 use dbus_harness::*;
-use seqgpt::gguf::GgmlType;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use zbus::zvariant::{OwnedValue, Value};
@@ -18,26 +17,7 @@ use zbus::zvariant::{OwnedValue, Value};
 const T: Duration = Duration::from_secs(120);
 const EIGHT_MIB: usize = 8 << 20;
 
-fn tiny() -> String {
-    common::gguf("tiny", GgmlType::F16).display().to_string()
-}
 
-/// A model config whose jobs take seconds: long prompts, long answers.
-fn slow_config(extra: &str) -> String {
-    format!(
-        r#"model = "{}"
-device = "cpu"
-{extra}
-[summarize]
-template = "slow"
-[summarize.templates.slow]
-kind = "instruction"
-prompt = "{{text}}\n\nSummary:"
-max_new_tokens = [200, 200, 200]
-"#,
-        tiny()
-    )
-}
 
 /// A one-page PDF (about 860 bytes) whose encryption dictionary names a security handler
 /// with a NUL in its name: the extractor's error message quotes it.

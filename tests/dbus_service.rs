@@ -6,15 +6,11 @@ mod common;
 mod dbus_harness;
 
 use dbus_harness::*;
-use seqgpt::gguf::GgmlType;
 use std::time::Duration;
 use zbus::zvariant::Value;
 
 const T: Duration = Duration::from_secs(120);
 
-fn tiny() -> String {
-    common::gguf("tiny", GgmlType::F16).display().to_string()
-}
 
 /// A model config whose template forces several chunks and a reduce step, with short answers.
 fn small_chunks_config() -> String {
@@ -34,22 +30,6 @@ max_new_tokens = [24, 24, 24]
     )
 }
 
-/// A model config whose jobs take seconds: long prompts, long answers.
-fn slow_config(extra: &str) -> String {
-    format!(
-        r#"model = "{}"
-device = "cpu"
-{extra}
-[summarize]
-template = "slow"
-[summarize.templates.slow]
-kind = "instruction"
-prompt = "{{text}}\n\nSummary:"
-max_new_tokens = [200, 200, 200]
-"#,
-        tiny()
-    )
-}
 
 /// About 2,500 tokens of the tiny tokenizer: two long prompts.
 fn long_text() -> String {

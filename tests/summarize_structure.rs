@@ -7,7 +7,7 @@
 mod builder;
 
 use seqgpt::pdf::{extract_text, ExtractOptions};
-use seqgpt::summarize::document::{Document, Page};
+use seqgpt::summarize::document::Document;
 use seqgpt::summarize::extractive::{word_count, Ranker};
 use seqgpt::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
 use seqgpt::summarize::structure::{BlockKind, SectionKind};
@@ -79,8 +79,7 @@ fn page_two() -> Vec<L<'static>> {
 }
 
 fn read(bytes: &[u8]) -> Document {
-    let doc = extract_text(bytes, &ExtractOptions::default()).unwrap();
-    let pages = doc.pages.into_iter().map(|p| Page { number: p.number, text: p.text, lines: p.lines, area: p.area }).collect();
+    let pages = extract_text(bytes, &ExtractOptions::default()).unwrap().pages;
     Document::read(pages, "", &Cancel::new()).unwrap()
 }
 

@@ -10,23 +10,14 @@
 use super::clean::{self, CleanStats};
 use super::structure::{self, BlockKind, Section};
 use super::text::join_pieces;
-use crate::pdf::TextLine;
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
 
 pub use super::structure::SectionKind;
 
-/// A page of the input.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Page {
-    /// 1-based page number.
-    pub number: u32,
-    pub text: String,
-    /// The extractor's lines (empty for plain text).
-    pub lines: Vec<TextLine>,
-    /// The page's visible area (PDF).
-    pub area: Option<[f32; 4]>,
-}
+/// A page of the input: the extractor's page (text and layout lines); plain text pages have
+/// no layout.
+pub use crate::pdf::PageText as Page;
 
 /// A line as the summarizer reads it.
 #[derive(Debug, Clone, PartialEq)]
@@ -239,7 +230,7 @@ fn ceil_boundary(s: &str, mut i: usize) -> usize {
 pub fn text_pages(text: &str) -> Vec<Page> {
     text.split('\u{000C}')
         .enumerate()
-        .map(|(i, p)| Page { number: i as u32 + 1, text: p.to_string(), lines: Vec::new(), area: None })
+        .map(|(i, p)| Page { number: i as u32 + 1, text: p.to_string(), status: crate::pdf::PageStatus::Text, lines: Vec::new(), area: None })
         .collect()
 }
 
@@ -250,8 +241,7 @@ mod tests {
 
     fn sample(name: &str) -> Vec<Page> {
         let bytes = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pdf-samples").join(name)).unwrap();
-        let doc = extract_text(&bytes, &ExtractOptions::default()).unwrap();
-        doc.pages.into_iter().map(|p| Page { number: p.number, text: p.text, lines: p.lines, area: p.area }).collect()
+        extract_text(&bytes, &ExtractOptions::default()).unwrap().pages
     }
 
     #[test]

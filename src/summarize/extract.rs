@@ -41,12 +41,7 @@ pub fn extract_pages(bytes: &[u8], opts: &SummaryOptions, limits: &Limits, cance
     if !without.is_empty() {
         warnings.push(format!("pages without a text layer (image-only?) were skipped: {}", list(&without)));
     }
-    let pages = doc
-        .pages
-        .into_iter()
-        .filter(|p| p.status == pdf::PageStatus::Text)
-        .map(|p| Page { number: p.number, text: p.text, lines: p.lines, area: p.area })
-        .collect();
+    let pages = doc.pages.into_iter().filter(|p| p.status == pdf::PageStatus::Text).collect();
     Ok(ExtractedPages { page_count: doc.page_count, pages, warnings, title: doc.title })
 }
 

@@ -326,7 +326,7 @@ impl Pipeline {
                     Ok(ModelOutcome::Unusable(reason)) => {
                         tracing::info!("model answer not used: {reason}");
                         stats.fallback = reason;
-                        (self.extractive(&doc, opts, &mut stats, obs, cancel).await?, Method::Extractive)
+                        (self.extractive(&doc, opts, obs, cancel).await?, Method::Extractive)
                     }
                     Err(ModelFailure::Stop(e)) => return Err(e),
                     Err(ModelFailure::Failed(reason) | ModelFailure::TooLarge(reason)) => {
@@ -334,11 +334,11 @@ impl Pipeline {
                         stats.fallback = reason;
                         // A transient failure: the next request may well get the model's answer.
                         cacheable = false;
-                        (self.extractive(&doc, opts, &mut stats, obs, cancel).await?, Method::Extractive)
+                        (self.extractive(&doc, opts, obs, cancel).await?, Method::Extractive)
                     }
                 }
             }
-            None => (self.extractive(&doc, opts, &mut stats, obs, cancel).await?, Method::Extractive),
+            None => (self.extractive(&doc, opts, obs, cancel).await?, Method::Extractive),
         };
         stats.elapsed_ms = started.elapsed().as_millis() as u64;
         let summary = Summary { text, method, stats, sentences };
@@ -358,7 +358,6 @@ impl Pipeline {
         &self,
         doc: &Arc<Document>,
         opts: &SummaryOptions,
-        stats: &mut SummaryStats,
         obs: &mut dyn Observer,
         cancel: &Cancel,
     ) -> Result<(String, Vec<Anchor>), SummaryError> {

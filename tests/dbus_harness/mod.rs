@@ -292,6 +292,29 @@ fn unique() -> u64 {
     N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
+/// The tiny random BLOOM fixture as a GGUF file (f16 matrices).
+pub fn tiny() -> String {
+    crate::common::gguf("tiny", seqgpt::gguf::GgmlType::F16).display().to_string()
+}
+
+/// A model config whose jobs take seconds: long prompts, long answers. `extra` goes before
+/// the `[summarize]` table (top-level keys, or tables of its own).
+pub fn slow_config(extra: &str) -> String {
+    format!(
+        r#"model = "{}"
+device = "cpu"
+{extra}
+[summarize]
+template = "slow"
+[summarize.templates.slow]
+kind = "instruction"
+prompt = "{{text}}\n\nSummary:"
+max_new_tokens = [200, 200, 200]
+"#,
+        tiny()
+    )
+}
+
 /// A job's signal.
 #[derive(Debug, Clone)]
 pub enum Event {
