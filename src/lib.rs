@@ -1,21 +1,13 @@
 //! seqgpt-fast: an offline document-summarization engine for edge devices.
 //!
-//! See docs/ARCHITECTURE.md for the module map and the data flow.
+//! This crate holds the command-line tool ([`cli`]) behind the `seqgpt` and `seqgptd`
+//! binaries, and names the layers' modules in one place for them and for the tests: the
+//! inference layer (seqgpt-engine), the PDF extractor (seqgpt-pdf), and the daemon layer
+//! (seqgpt-daemon: scheduler, summaries, D-Bus service, config, wiring). docs/ARCHITECTURE.md
+//! has the map and the data flow.
 
 pub mod cli;
-pub mod config;
-pub mod convert;
-pub mod device;
-pub mod engine;
-pub mod generate;
-pub mod gguf;
-pub mod kernels;
-pub mod model;
-pub mod pdf;
-pub mod quant;
-pub mod scheduler;
-pub mod sd_notify;
-pub mod service;
-pub mod summarize;
-pub mod sysinfo;
-pub mod tokenizer;
+
+pub use seqgpt_daemon::{app, config, scheduler, sd_notify, service, summarize};
+pub use seqgpt_engine::{device, engine, generate, gguf, kernels, model, quant, sysinfo, tokenizer};
+pub use seqgpt_pdf as pdf;

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tests/deps.sh
 cargo test --release --workspace
-for check in tests/ops/check_units.sh; do
+for check in tests/ops/check_layers.sh tests/ops/check_units.sh; do
   [ -x "$check" ] && "$check"
 done
 echo "all tests passed"

@@ -22,9 +22,9 @@ use anyhow::{bail, Context};
 use candle_core::safetensors::MmapedSafetensors;
 use candle_core::{DType, Device};
 use half::f16;
-use seqgpt::convert::{reorder_qkv, CheckpointSource, ConvertError, Encoder, HfCheckpoint, TensorPlan, TensorSource};
-use seqgpt::gguf::GgmlType;
-use seqgpt::quant::quantize_row;
+use crate::convert::{reorder_qkv, CheckpointSource, ConvertError, Encoder, HfCheckpoint, TensorPlan, TensorSource};
+use seqgpt_engine::gguf::GgmlType;
+use seqgpt_engine::quant::quantize_row;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
@@ -346,7 +346,7 @@ mod tests {
             ql.q4_1_row(o, &mut bytes);
         }
         let mut got = vec![0f32; out * inp];
-        seqgpt::quant::dequantize_row(GgmlType::Q4_1, &bytes, &mut got).unwrap();
+        seqgpt_engine::quant::dequantize_row(GgmlType::Q4_1, &bytes, &mut got).unwrap();
         for (i, (a, b)) in got.iter().zip(&want).enumerate() {
             let o = i / inp;
             let tol = (ql.z[o] as f32 * ql.s[o]).abs() / 2048.0 + 1e-7;

@@ -359,7 +359,7 @@ pub fn outlier_ratio(x: &Tensor) -> anyhow::Result<f32> {
 mod tests {
     use super::*;
     use candle_core::Device;
-    use seqgpt::gguf::GgmlType;
+    use seqgpt_engine::gguf::GgmlType;
 
     #[test]
     fn scales_normalise_and_alpha_zero_is_identity() {

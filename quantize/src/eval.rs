@@ -18,11 +18,11 @@ use crate::rtn::GroupQuant;
 use anyhow::Context;
 use candle_core::{Device, Tensor};
 use rayon::prelude::*;
-use seqgpt::convert::{bloom_plan, CheckpointSource, HfCheckpoint, TensorPlan, TensorSource};
-use seqgpt::engine::Engine;
-use seqgpt::gguf::GgmlType;
-use seqgpt::model::Logits;
-use seqgpt::quant::{dequantize_row, quantize_row};
+use crate::convert::{bloom_plan, CheckpointSource, HfCheckpoint, TensorPlan, TensorSource};
+use seqgpt_engine::engine::Engine;
+use seqgpt_engine::gguf::GgmlType;
+use seqgpt_engine::model::Logits;
+use seqgpt_engine::quant::{dequantize_row, quantize_row};
 use std::collections::HashMap;
 
 /// Agreement of two models over many next-token positions.

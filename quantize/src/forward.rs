@@ -1,7 +1,7 @@
 //! The f32 BLOOM block on CPU tensors (candle ops), for calibration and for evaluating
 //! weights that are not in a file yet.
 //!
-//! Same math as Hugging Face's `BloomBlock` (and src/model/bloom.rs): LayerNorm -> fused
+//! Same math as Hugging Face's `BloomBlock` (and src/engine/model/bloom.rs): LayerNorm -> fused
 //! QKV -> ALiBi causal attention (scores `q.k / sqrt(d) + slope * key_position`) -> dense
 //! -> + residual -> LayerNorm -> dense_h_to_4h -> tanh-GELU -> dense_4h_to_h -> + residual.
 //! Weights are in GGUF layout: the QKV rows are [Q; K; V] (llama.cpp's order), so a layer
@@ -114,8 +114,8 @@ impl LayerWeights {
 /// Whether the runtimes quantize a matmul's activations to 8 bits for weights of `dtype`:
 /// this engine and llama.cpp's CPU backend both run Q4_0, Q4_1 and Q8_0 weights as
 /// integer dot products against activations quantized per 32-value block.
-pub fn runs_with_8bit_activations(dtype: seqgpt::gguf::GgmlType) -> bool {
-    use seqgpt::gguf::GgmlType as G;
+pub fn runs_with_8bit_activations(dtype: seqgpt_engine::gguf::GgmlType) -> bool {
+    use seqgpt_engine::gguf::GgmlType as G;
     matches!(dtype, G::Q4_0 | G::Q4_1 | G::Q8_0)
 }
 
@@ -209,7 +209,7 @@ fn softmax_last_dim(x: &Tensor) -> candle_core::Result<Tensor> {
 
 /// ALiBi slopes plus the causal mask for `t` positions: `[heads, t, t]`.
 pub fn attention_bias(n_head: usize, t: usize) -> candle_core::Result<Tensor> {
-    let slopes = seqgpt::model::bloom::alibi_slopes(n_head);
+    let slopes = seqgpt_engine::model::bloom::alibi_slopes(n_head);
     let mut bias = vec![0f32; n_head * t * t];
     for (h, &slope) in slopes.iter().enumerate() {
         for i in 0..t {

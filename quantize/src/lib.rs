@@ -1,5 +1,7 @@
 //! seqgpt-quantize: BLOOM checkpoints into GGUF files this engine and llama.cpp both run.
 //!
+//! - [`convert`]: Hugging Face checkpoints (safetensors, shards, PyTorch `.bin`) as tensor
+//!   sources, the tokenizer into GGUF metadata, and the plain conversion;
 //! - [`pipeline`]: the methods (plain conversion, group RTN, calibrated AWQ, AutoAWQ
 //!   import) on the converter's `TensorSource` / `Encoder` seams;
 //! - [`calib`]: calibration text (shipped Vim tutor in 8 languages, or `--calib`), the
@@ -14,6 +16,7 @@
 //! docs/QUANTIZATION.md describes the choices and the measurements behind them.
 
 pub mod activations;
+pub mod convert;
 pub mod autoawq;
 pub mod awq;
 pub mod calib;

@@ -4,8 +4,8 @@
 use anyhow::Context;
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use seqgpt::engine::Engine;
-use seqgpt::gguf::{GgmlType, GgufFile};
+use seqgpt_engine::engine::Engine;
+use seqgpt_engine::gguf::{GgmlType, GgufFile};
 use seqgpt_quantize::eval::{compare_engines, simulate, SimMethod};
 use seqgpt_quantize::pipeline::{self, Method, Options, DEFAULT_EMBD_TYPE};
 use seqgpt_quantize::progress::Progress;
@@ -331,7 +331,7 @@ fn eval(a: EvalArgs) -> anyhow::Result<()> {
 }
 
 fn simulate_cmd(a: SimulateArgs) -> anyhow::Result<()> {
-    let ckpt = seqgpt::convert::HfCheckpoint::open(&a.model)?;
+    let ckpt = seqgpt_quantize::convert::HfCheckpoint::open(&a.model)?;
     if a.head_only {
         let prompts = pipeline::eval_prompts(&ckpt.tokenizer_json, a.calib.calib.as_deref(), a.prompts, a.prompt_len)?;
         let progress = Progress::new((ckpt.config.n_layer + a.embd_type.len()) as u64, a.quiet);

@@ -15,8 +15,8 @@ use crate::forward::{Dims, LayerWeights};
 use crate::progress::Progress;
 use crate::rtn::{GroupEncoder, GroupQuant};
 use anyhow::{bail, Context};
-use seqgpt::convert::{write_gguf, CheckpointSource, ConvertError, HfCheckpoint, TensorPlan, TensorSource, TypePlan};
-use seqgpt::gguf::{GgmlType, MetadataValue};
+use crate::convert::{write_gguf, CheckpointSource, ConvertError, HfCheckpoint, TensorPlan, TensorSource, TypePlan};
+use seqgpt_engine::gguf::{GgmlType, MetadataValue};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::rc::Rc;
@@ -215,7 +215,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Summary> {
         Method::Plain => {
             let progress = Progress::new(n_tensors, opts.quiet);
             let p = progress.clone();
-            let s = seqgpt::convert::write_gguf(
+            let s = crate::convert::write_gguf(
                 &ckpt,
                 &opts.out,
                 &mut CheckpointSource { ckpt: &ckpt },
@@ -296,7 +296,7 @@ pub fn run(opts: &Options) -> anyhow::Result<Summary> {
         tensors: summary.tensors,
         bytes: summary.bytes,
         seconds: started.elapsed().as_secs_f64(),
-        peak_rss: seqgpt::sysinfo::peak_rss_bytes(),
+        peak_rss: seqgpt_engine::sysinfo::peak_rss_bytes(),
         peak_anon: progress.peak_anon_bytes(),
         calib_tokens,
         reports,

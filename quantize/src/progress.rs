@@ -93,7 +93,7 @@ impl Progress {
             "[{elapsed:7.1}s] {:5.1}% ETA {:.0}s, RSS {} MB: {}",
             100.0 * pos as f64 / len as f64,
             eta,
-            seqgpt::sysinfo::rss_bytes() >> 20,
+            seqgpt_engine::sysinfo::rss_bytes() >> 20,
             self.0.bar.message()
         );
     }

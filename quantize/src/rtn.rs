@@ -21,9 +21,9 @@
 use anyhow::bail;
 use half::f16;
 use rayon::prelude::*;
-use seqgpt::convert::{ConvertError, Encoder, TensorPlan};
-use seqgpt::gguf::GgmlType;
-use seqgpt::quant::{
+use crate::convert::{ConvertError, Encoder, TensorPlan};
+use seqgpt_engine::gguf::GgmlType;
+use seqgpt_engine::quant::{
     dequantize_row, encode_q4_0_with, encode_q4_1_with, encode_q5_0_with, encode_q5_1_with, encode_q8_0_with, min_max,
     quantize_row, signed_absmax, QK,
 };

@@ -7,9 +7,9 @@ mod common;
 
 use candle_core::{Device, Tensor};
 use common::*;
-use seqgpt::convert::{reorder_qkv, CheckpointSource, HfCheckpoint, TensorSource};
-use seqgpt::engine::Engine;
-use seqgpt::gguf::{GgmlType, GgufFile};
+use seqgpt_quantize::convert::{reorder_qkv, CheckpointSource, HfCheckpoint, TensorSource};
+use seqgpt_engine::engine::Engine;
+use seqgpt_engine::gguf::{GgmlType, GgufFile};
 use seqgpt_quantize::eval::{dims_of, engine_logits, plans_by_name};
 use seqgpt_quantize::forward::{attention_bias, block_forward, layer_norm, LayerTensors, LayerWeights};
 use seqgpt_quantize::pipeline::Method;
@@ -163,7 +163,7 @@ fn imported_file_runs_like_the_reference_weights() {
     let path = import("autoawq-f32embd.gguf", GgmlType::F32, GgmlType::F16);
     // An f32 key/value cache: the comparison with the file's own weights below is exact
     // (the default for quantized files, f16, rounds keys and values).
-    let engine = Engine::open_with(&path, &Device::Cpu, seqgpt::model::CpuKv::F32).unwrap();
+    let engine = Engine::open_with(&path, &Device::Cpu, seqgpt_engine::model::CpuKv::F32).unwrap();
     let file = GgufFile::open(&path).unwrap();
     let (nh, h) = (4, 64);
     let ids = engine.encode("Vim is a very powerful editor that has many commands").unwrap();
@@ -235,6 +235,6 @@ fn decode(file: &GgufFile, name: &str) -> Vec<f32> {
     let start = info.file_offset as usize;
     let bytes = &file.mmap()[start..start + info.byte_len as usize];
     let mut out = vec![0f32; n];
-    seqgpt::quant::dequantize_row(info.dtype, bytes, &mut out).unwrap();
+    seqgpt_engine::quant::dequantize_row(info.dtype, bytes, &mut out).unwrap();
     out
 }

@@ -8,9 +8,9 @@ mod common;
 
 use candle_core::Device;
 use common::*;
-use seqgpt::convert::HfCheckpoint;
-use seqgpt::engine::Engine;
-use seqgpt::gguf::{GgmlType, GgufFile};
+use seqgpt_quantize::convert::HfCheckpoint;
+use seqgpt_engine::engine::Engine;
+use seqgpt_engine::gguf::{GgmlType, GgufFile};
 use seqgpt_quantize::eval::{compare_engines, simulate, Metrics, SimMethod};
 use seqgpt_quantize::pipeline::{calibration_samples, eval_prompts, run, Method};
 use seqgpt_quantize::progress::Progress;

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use seqgpt::gguf::{GgmlType, GgufFile};
+use seqgpt_engine::gguf::{GgmlType, GgufFile};
 
 fn path_str(p: &std::path::Path) -> &str {
     p.to_str().unwrap()
@@ -23,7 +23,7 @@ fn plain_conversion_is_unchanged() {
     let o = run_cli(&["--model", path_str(&fixture("tiny")), "--out", path_str(&cli_out), "--wtype", "q8_0", "--quiet"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let lib_out = dir.join("lib-tiny-q8_0.gguf");
-    seqgpt::convert::convert_plain(&fixture("tiny"), &lib_out, GgmlType::Q8_0, GgmlType::Q8_0, |_, _| {}).unwrap();
+    seqgpt_quantize::convert::convert_plain(&fixture("tiny"), &lib_out, GgmlType::Q8_0, GgmlType::Q8_0, |_, _| {}).unwrap();
     let (a, b) = (GgufFile::open(&cli_out).unwrap(), GgufFile::open(&lib_out).unwrap());
     assert_eq!(a.tensors.len(), b.tensors.len());
     for t in &b.tensors {
@@ -62,7 +62,7 @@ fn rtn_group_sizes() {
     ]);
     assert!(o.status.success());
     let plain = dir.join("plain-q4_0.gguf");
-    seqgpt::convert::convert_plain(&fixture("outliers"), &plain, GgmlType::Q4_0, GgmlType::Q8_0, |_, _| {}).unwrap();
+    seqgpt_quantize::convert::convert_plain(&fixture("outliers"), &plain, GgmlType::Q4_0, GgmlType::Q8_0, |_, _| {}).unwrap();
     let (a, b) = (GgufFile::open(&out32).unwrap(), GgufFile::open(&plain).unwrap());
     for t in &b.tensors {
         assert_eq!(tensor_bytes(&a, &t.name), tensor_bytes(&b, &t.name), "{}", t.name);

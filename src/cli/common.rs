@@ -16,13 +16,7 @@ pub struct ModelArgs {
     pub threads: usize,
 }
 
-/// Sets the size of the CPU kernels' thread pool (once per process).
-pub fn init_threads(threads: usize) {
-    if threads > 0 {
-        // Fails only if the pool was already built, which keeps the first setting.
-        let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
-    }
-}
+pub use crate::device::init_threads;
 
 pub fn open_engine(args: &ModelArgs) -> anyhow::Result<Engine> {
     init_threads(args.threads);

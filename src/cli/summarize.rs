@@ -7,7 +7,7 @@ use crate::config::Config;
 use crate::service::errors::ServiceError;
 use crate::service::jobs::JOBS_PATH;
 use crate::service::{connection_builder, options::parse_pages, Bus, SERVICE_NAME, SERVICE_PATH};
-use crate::summarize::pipeline::{Input, Observer, Pipeline, Stage};
+use crate::summarize::pipeline::{Input, Observer, Stage};
 use crate::summarize::document::Anchor;
 use crate::summarize::{Language, Length, MethodChoice, Style, Summary, SummaryOptions};
 use anyhow::{bail, Context};
@@ -278,16 +278,11 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
         bail!("model file {} does not exist", args.model.as_ref().map_or(String::new(), |m| m.display().to_string()));
     }
     let want_model = opts.method != MethodChoice::Extractive && (args.model.is_some() || cfg.model.is_some());
-    let loaded = if want_model {
-        tokio::task::block_in_place(|| crate::service::load_model(&cfg, args.model.as_deref(), None))?
-    } else {
-        None
-    };
-    let (generator, setup) = match loaded {
-        Some(m) => (Some(m.generator), Some(m.setup)),
-        None => (None, None),
-    };
-    let pipeline = Pipeline::new(setup, crate::service::open_cache(&cfg), crate::service::pipeline_settings(&cfg));
+    if !want_model {
+        cfg.model = None;
+    }
+    let built = tokio::task::block_in_place(|| crate::app::pipeline(&cfg, args.model.as_deref().filter(|_| want_model), None))?;
+    let (pipeline, generator) = (built.pipeline, built.generator);
     let bytes = read_input(args)?;
     let input = if args.text {
         if opts.password.is_some() {

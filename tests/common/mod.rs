@@ -1,7 +1,7 @@
 //! Shared helpers for the integration tests: fixture conversion and golden files.
 #![allow(dead_code)]
 
-use seqgpt::convert::convert_plain;
+use seqgpt_quantize::convert::convert_plain;
 use seqgpt::engine::Engine;
 use seqgpt::gguf::GgmlType;
 use std::path::{Path, PathBuf};

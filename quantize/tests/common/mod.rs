@@ -1,7 +1,7 @@
 //! Shared helpers of the quantizer's integration tests.
 #![allow(dead_code)]
 
-use seqgpt::gguf::GgmlType;
+use seqgpt_engine::gguf::GgmlType;
 use seqgpt_quantize::pipeline::{Method, Options};
 use std::path::{Path, PathBuf};
 

@@ -11,8 +11,8 @@
 pub mod checkpoint;
 pub mod tokenizer_meta;
 
-use crate::gguf::{file_type_for, GgmlType, GgufError, GgufWriter, MetadataValue, TensorSpec};
-use crate::quant::quantize_row;
+use seqgpt_engine::gguf::{file_type_for, GgmlType, GgufError, GgufWriter, MetadataValue, TensorSpec};
+use seqgpt_engine::quant::quantize_row;
 pub use checkpoint::{HfBloomConfig, HfCheckpoint};
 use std::path::Path;
 

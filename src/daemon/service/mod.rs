@@ -7,8 +7,9 @@
 //! (the `a{sv}` options), [`input`] (reading client files safely), [`errors`] (the D-Bus error names), [`bus_string`] (the one string type that goes
 //! on the bus), [`introspection`] (what the service object shows of itself).
 //!
-//! Start-up: config -> model (a missing or broken model file leaves the extractive
-//! summarizer) -> summary cache -> the bus name -> ready (`READY=1` under systemd). SIGTERM or SIGINT: stop taking
+//! Start-up: config -> [`crate::app::pipeline`] (model, scheduler, cache; a missing or broken
+//! model file leaves the extractive summarizer) -> the bus name -> ready (`READY=1` under
+//! systemd). SIGTERM or SIGINT: stop taking
 //! requests, release the name, end every unfinished job with
 //! `org.seqgpt.Summarizer1.Error.ShuttingDown`, stop the engine, exit 0.
 
@@ -24,16 +25,12 @@ pub mod jobs;
 pub mod options;
 pub mod summarizer;
 
+use crate::app;
 use crate::config::Config;
-use crate::engine::Engine;
 use crate::sd_notify::{watchdog_interval, Notifier};
-use crate::summarize::cache::SummaryCache;
-use crate::summarize::generator::ModelInfo;
-use crate::summarize::pipeline::{ModelSetup, Pipeline, PipelineSettings};
-use crate::summarize::scheduled::ScheduledGenerator;
 use anyhow::{bail, Context};
 use futures_util::StreamExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -92,109 +89,6 @@ pub fn connection_builder(bus: &Bus) -> anyhow::Result<zbus::connection::Builder
     })
 }
 
-/// The model side of the daemon, when a model is configured and loads.
-pub struct LoadedModel {
-    pub generator: Arc<ScheduledGenerator>,
-    pub setup: ModelSetup,
-    pub device: String,
-}
-
-/// Opens the model of `cfg` (or `model_override`) and starts its engine thread. `Ok(None)`
-/// when no model is configured or the file does not exist; a file that fails to load is
-/// logged and also gives `Ok(None)` (the extractive summarizer answers).
-pub fn load_model(
-    cfg: &Config,
-    model_override: Option<&Path>,
-    on_tick: Option<Box<dyn FnMut() + Send>>,
-) -> anyhow::Result<Option<LoadedModel>> {
-    let Some(path) = model_override.map(Path::to_path_buf).or_else(|| cfg.model.clone()) else {
-        tracing::info!("no model configured: summaries are extractive");
-        return Ok(None);
-    };
-    if !path.exists() {
-        tracing::warn!("model file {} does not exist: summaries are extractive", path.display());
-        return Ok(None);
-    }
-    crate::cli::common::init_threads(cfg.threads);
-    let device = crate::device::select(&cfg.device)?;
-    let engine = match Engine::open(&path, &device) {
-        Ok(e) => e,
-        Err(e) => {
-            tracing::error!("cannot load the model {}: {e}; summaries are extractive", path.display());
-            return Ok(None);
-        }
-    };
-    let name = engine
-        .file
-        .get("general.name")
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
-        .unwrap_or_else(|| path.file_stem().map_or("model".into(), |s| s.to_string_lossy().into_owned()));
-    let info = ModelInfo {
-        name: name.clone(),
-        path: path.clone(),
-        context_length: engine.model.cfg.context_length,
-        device: crate::device::describe(&device),
-    };
-    let (template_name, template, reason) = cfg.template_for(&name);
-    let identity = model_identity(&path, &name, &template_name, &template);
-    let sched_cfg = cfg.scheduler_config()?;
-    let generator = Arc::new(
-        ScheduledGenerator::start(engine, info.clone(), sched_cfg, on_tick)
-            .map_err(|e| anyhow::anyhow!("starting the scheduler: {e}"))?,
-    );
-    tracing::info!("model {} ({name}) on {}, context {} tokens", path.display(), info.device, info.context_length);
-    let setup = ModelSetup { generator: generator.clone(), template_name, template, reason, identity };
-    Ok(Some(LoadedModel { generator, setup, device: info.device }))
-}
-
-/// What identifies a model for the cache: its name, file size and modification time, and
-/// the template (a new file or a changed template gives new keys).
-fn model_identity(path: &Path, name: &str, template_name: &str, template: &crate::summarize::prompt::Template) -> String {
-    let meta = std::fs::metadata(path).ok();
-    let size = meta.as_ref().map_or(0, |m| m.len());
-    let mtime = meta
-        .and_then(|m| m.modified().ok())
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    let fingerprint = crate::summarize::cache::content_hash(format!("{template:?}").as_bytes());
-    format!("model:{name}:{size}:{mtime}:{template_name}:{}", &fingerprint[..16])
-}
-
-/// Opens the summary cache of `cfg`, or none (disabled, no directory, or not writable).
-pub fn open_cache(cfg: &Config) -> Option<SummaryCache> {
-    let dir: PathBuf = cfg.cache_dir()?;
-    match SummaryCache::open(&dir, cfg.cache.max_entries) {
-        Ok(c) => {
-            tracing::info!("summary cache in {}", c.dir().display());
-            Some(c)
-        }
-        Err(e) => {
-            tracing::warn!("summary cache disabled: cannot use {}: {e}", dir.display());
-            None
-        }
-    }
-}
-
-/// The pipeline's settings from the config: chunk cap, PDF limits, extraction concurrency.
-pub fn pipeline_settings(cfg: &Config) -> PipelineSettings {
-    let pdf_limits = crate::pdf::Limits {
-        max_file_bytes: usize::try_from(cfg.service.max_pdf_bytes).unwrap_or(usize::MAX),
-        max_pages: cfg.service.max_pages,
-        ..crate::pdf::Limits::default()
-    };
-    PipelineSettings {
-        max_model_chunks: cfg.summarize.max_model_chunks,
-        pdf_limits,
-        extract_concurrency: cfg.service.extract_concurrency,
-        cpu_concurrency: match cfg.service.cpu_concurrency {
-            0 => PipelineSettings::default().cpu_concurrency,
-            n => n,
-        },
-        ..PipelineSettings::default()
-    }
-}
-
 /// What `seqgptd` was asked to do.
 pub struct DaemonOptions {
     pub bus: Bus,
@@ -244,13 +138,9 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         (Some(n), Some(every)) => Some(watchdog_tick(n.clone(), every)),
         _ => None,
     };
-    let loaded = tokio::task::block_in_place(|| load_model(&cfg, opts.model.as_deref(), engine_tick))?;
-    let device = loaded.as_ref().map_or_else(|| "cpu".to_string(), |m| m.device.clone());
-    let (generator, setup) = match loaded {
-        Some(m) => (Some(m.generator), Some(m.setup)),
-        None => (None, None),
-    };
-    let pipeline = Arc::new(Pipeline::new(setup, open_cache(&cfg), pipeline_settings(&cfg)));
+    let built = tokio::task::block_in_place(|| app::pipeline(&cfg, opts.model.as_deref(), engine_tick))?;
+    let (generator, device) = (built.generator, built.device);
+    let pipeline = Arc::new(built.pipeline);
     let core = Arc::new(core::Core::new(opts.bus.kind(), pipeline, cfg.service.clone(), device));
 
     let conn = connection_builder(&opts.bus)?

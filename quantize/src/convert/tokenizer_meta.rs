@@ -4,7 +4,7 @@
 
 use super::checkpoint::HfCheckpoint;
 use super::ConvertError;
-use crate::gguf::{MetadataValue, ValueType};
+use seqgpt_engine::gguf::{MetadataValue, ValueType};
 
 /// llama.cpp's token types.
 const NORMAL: i32 = 1;

@@ -273,7 +273,7 @@ mod tests {
     use super::*;
 
     /// The file the systemd units install, as shipped.
-    const OPS_CONFIG: &str = include_str!("../systemd/seqgptd.toml");
+    const OPS_CONFIG: &str = include_str!("../../systemd/seqgptd.toml");
 
     #[test]
     fn the_installed_config_parses() {

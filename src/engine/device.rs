@@ -99,3 +99,12 @@ fn cpu_name() -> String {
         })
         .unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }
+
+/// Sets the size of the CPU kernels' thread pool (once per process; 0 leaves rayon's default,
+/// all cores the process may use).
+pub fn init_threads(threads: usize) {
+    if threads > 0 {
+        // Fails only if the pool was already built, which keeps the first setting.
+        let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
+    }
+}

@@ -240,7 +240,7 @@ mod tests {
     use crate::pdf::{extract_text, ExtractOptions};
 
     fn sample(name: &str) -> Vec<Page> {
-        let bytes = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pdf-samples").join(name)).unwrap();
+        let bytes = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/pdf-samples").join(name)).unwrap();
         extract_text(&bytes, &ExtractOptions::default()).unwrap().pages
     }
 
