@@ -282,7 +282,7 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
         cfg.model = None;
     }
     let built = tokio::task::block_in_place(|| crate::app::pipeline(&cfg, args.model.as_deref().filter(|_| want_model), None))?;
-    let (pipeline, generator) = (built.pipeline, built.generator);
+    let (pipeline, scheduler) = (built.pipeline, built.scheduler);
     let bytes = read_input(args)?;
     let input = if args.text {
         if opts.password.is_some() {
@@ -300,7 +300,7 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     let result = pipeline.summarize(input, &opts, &mut obs, &crate::summarize::Cancel::new()).await;
     obs.display.finish();
     drop(pipeline);
-    if let Some(g) = generator {
+    if let Some(g) = scheduler {
         g.shutdown().await;
     }
     let summary: Summary = result.map_err(|e| anyhow::anyhow!("{}", ServiceError::from(e)))?;

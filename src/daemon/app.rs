@@ -6,9 +6,8 @@
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::summarize::cache::SummaryCache;
-use crate::summarize::generator::ModelInfo;
+use crate::scheduler::{EngineEncoder, Scheduler, StartOptions};
 use crate::summarize::pipeline::{ModelSetup, Pipeline, PipelineSettings};
-use crate::summarize::scheduled::ScheduledGenerator;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -16,7 +15,7 @@ use std::sync::Arc;
 pub struct Built {
     pub pipeline: Pipeline,
     /// The scheduler over the model's engine, when a model loaded (shut it down at the end).
-    pub generator: Option<Arc<ScheduledGenerator>>,
+    pub scheduler: Option<Scheduler>,
     /// Where the model runs ("cpu" for the extractive summarizer alone).
     pub device: String,
 }
@@ -27,18 +26,17 @@ pub struct Built {
 pub fn pipeline(cfg: &Config, model_override: Option<&Path>, on_tick: Option<Box<dyn FnMut() + Send>>) -> anyhow::Result<Built> {
     let loaded = load_model(cfg, model_override, on_tick)?;
     let device = loaded.as_ref().map_or_else(|| "cpu".to_string(), |m| m.device.clone());
-    let (generator, setup) = match loaded {
-        Some(m) => (Some(m.generator), Some(m.setup)),
+    let (scheduler, setup) = match loaded {
+        Some(m) => (Some(m.setup.scheduler.clone()), Some(m.setup)),
         None => (None, None),
     };
-    Ok(Built { pipeline: Pipeline::new(setup, open_cache(cfg), pipeline_settings(cfg)), generator, device })
+    Ok(Built { pipeline: Pipeline::new(setup, open_cache(cfg), pipeline_settings(cfg)), scheduler, device })
 }
 
 /// The model side of the daemon, when a model is configured and loads.
 struct LoadedModel {
-    pub generator: Arc<ScheduledGenerator>,
-    pub setup: ModelSetup,
-    pub device: String,
+    setup: ModelSetup,
+    device: String,
 }
 
 /// Opens the model of `cfg` (or `model_override`) and starts its engine thread. `Ok(None)`
@@ -72,22 +70,25 @@ fn load_model(
         .and_then(|v| v.as_str())
         .map(str::to_string)
         .unwrap_or_else(|| path.file_stem().map_or("model".into(), |s| s.to_string_lossy().into_owned()));
-    let info = ModelInfo {
-        name: name.clone(),
-        path: path.clone(),
-        context_length: engine.model.cfg.context_length,
-        device: crate::device::describe(&device),
-    };
+    let device_name = crate::device::describe(&device);
+    let context_length = engine.model.cfg.context_length;
     let (template_name, template, reason) = cfg.template_for(&name);
     let identity = model_identity(&path, &name, &template_name, &template);
-    let sched_cfg = cfg.scheduler_config()?;
-    let generator = Arc::new(
-        ScheduledGenerator::start(engine, info.clone(), sched_cfg, on_tick)
-            .map_err(|e| anyhow::anyhow!("starting the scheduler: {e}"))?,
-    );
-    tracing::info!("model {} ({name}) on {}, context {} tokens", path.display(), info.device, info.context_length);
-    let setup = ModelSetup { generator: generator.clone(), template_name, template, reason, identity };
-    Ok(Some(LoadedModel { generator, setup, device: info.device }))
+    let engine = Arc::new(engine);
+    let scheduler = Scheduler::start_engine(engine.clone(), cfg.scheduler_config()?, StartOptions { on_tick })
+        .map_err(|e| anyhow::anyhow!("starting the scheduler: {e}"))?;
+    tracing::info!("model {} ({name}) on {device_name}, context {context_length} tokens", path.display());
+    let setup = ModelSetup {
+        scheduler,
+        tokens: Arc::new(EngineEncoder(engine)),
+        name,
+        device: device_name.clone(),
+        template_name,
+        template,
+        reason,
+        identity,
+    };
+    Ok(Some(LoadedModel { setup, device: device_name }))
 }
 
 /// What identifies a model for the cache: its name, file size and modification time, and

@@ -159,6 +159,11 @@ impl Scheduler {
         &self.inner.cfg
     }
 
+    /// Tokens of context (prompt and generated) one request may use.
+    pub fn context_length(&self) -> usize {
+        self.inner.context_length
+    }
+
     /// Queues `req`, or refuses it at once: `Busy` when the queue is full, `TooLarge` when it
     /// can never run (context length, memory), `Invalid`, `ShuttingDown`. Text prompts are
     /// tokenized here, on the caller's thread. The first event is always `Queued`.

@@ -19,12 +19,11 @@ use zbus::object_server::SignalEmitter;
 use zbus::zvariant::{OwnedObjectPath, Value};
 use zbus::Connection;
 
-/// What the job task tells its emitter, in order.
+/// What the pipeline reports while it works, in order (the job's signals).
 enum Update {
     Running,
     Progress(Stage, u32, u32),
     Partial(u32, String),
-    End(Result<Summary, ServiceError>),
 }
 
 struct ChannelObserver(mpsc::UnboundedSender<Update>);
@@ -93,8 +92,7 @@ async fn run(
         .expect("a valid path")
         .set_destination(BusName::Unique(job.owner.as_ref().clone()))
         .into_owned();
-    let (tx, rx) = mpsc::unbounded_channel();
-    let emit = tokio::spawn(emit_updates(core.clone(), job.clone(), emitter, rx));
+    let (tx, mut rx) = mpsc::unbounded_channel();
 
     // A client may have left before its job was registered: then nobody would cancel it.
     if !job.detached {
@@ -128,15 +126,24 @@ async fn run(
             core.pipeline.summarize(input, &options, &mut obs, &cancel).await.map_err(ServiceError::from)
         }
     };
-    // A stop request ends the job at once; the pipeline's blocking work sees the cancel flag.
-    let result = tokio::select! {
-        biased;
-        why = job.stopped() => Err(why.error()),
-        r = work => r,
-    };
-    let _ = tx.send(Update::End(result));
+    // One task: the work runs, and its updates go out as signals in the order they come. A
+    // stop request ends the job at once; the pipeline's blocking work sees the cancel flag.
     drop(tx);
-    let _ = emit.await;
+    tokio::pin!(work);
+    let stopped = job.stopped();
+    tokio::pin!(stopped);
+    let result = loop {
+        tokio::select! {
+            biased;
+            why = &mut stopped => break Err(why.error()),
+            Some(u) = rx.recv() => publish(&job, &emitter, u, &mut rx).await,
+            r = &mut work => break r,
+        }
+    };
+    while let Ok(u) = rx.try_recv() {
+        publish(&job, &emitter, u, &mut rx).await;
+    }
+    publish_end(&core, &job, &emitter, result).await;
     core.release(slot);
 
     // Retention: the objects stay readable for a while, then go.
@@ -188,43 +195,35 @@ async fn remove(core: &Core, conn: &Connection, id: u64) {
     }
 }
 
-/// Publishes a job's updates in order: signals to its owner, and the view its properties read.
-async fn emit_updates(core: Arc<Core>, job: Arc<JobShared>, emitter: SignalEmitter<'static>, mut rx: mpsc::UnboundedReceiver<Update>) {
-    let mut pending: Option<Update> = None;
-    loop {
-        let update = match pending.take() {
-            Some(u) => u,
-            None => match rx.recv().await {
-                Some(u) => u,
-                None => break,
-            },
-        };
+/// Publishes `update` (and, for streamed text, the text of the same prompt already waiting
+/// behind it, as one signal): signals to the job's owner, and the view its properties read.
+async fn publish(job: &JobShared, emitter: &SignalEmitter<'_>, update: Update, rx: &mut mpsc::UnboundedReceiver<Update>) {
+    let mut next = Some(update);
+    while let Some(update) = next.take() {
         match update {
-            Update::Running => set_running(&job, &emitter).await,
+            Update::Running => set_running(job, emitter).await,
             Update::Progress(stage, done, total) => {
-                set_running(&job, &emitter).await;
+                set_running(job, emitter).await;
                 {
                     let mut v = job.view();
                     v.stage = stage.as_str();
                     v.progress = (done, total);
                 }
-                let _ = JobObject::progress_signal(&emitter, &BusString::message(stage.as_str()), done, total).await;
+                let _ = JobObject::progress_signal(emitter, &BusString::message(stage.as_str()), done, total).await;
             }
             Update::Partial(index, mut text) => {
-                set_running(&job, &emitter).await;
-                // Merge what is already waiting for the same prompt into one signal.
-                while let Ok(next) = rx.try_recv() {
-                    match next {
+                set_running(job, emitter).await;
+                while let Ok(u) = rx.try_recv() {
+                    match u {
                         Update::Partial(i, t) if i == index => text.push_str(&t),
                         other => {
-                            pending = Some(other);
+                            next = Some(other);
                             break;
                         }
                     }
                 }
-                let _ = JobObject::partial(&emitter, index, &BusString::text(&text)).await;
+                let _ = JobObject::partial(emitter, index, &BusString::text(&text)).await;
             }
-            Update::End(result) => publish_end(&core, &job, &emitter, result).await,
         }
     }
 }

@@ -139,7 +139,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         _ => None,
     };
     let built = tokio::task::block_in_place(|| app::pipeline(&cfg, opts.model.as_deref(), engine_tick))?;
-    let (generator, device) = (built.generator, built.device);
+    let (scheduler, device) = (built.scheduler, built.device);
     let pipeline = Arc::new(built.pipeline);
     let core = Arc::new(core::Core::new(opts.bus.kind(), pipeline, cfg.service.clone(), device));
 
@@ -178,7 +178,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
         })
     };
     // Without an engine loop, the runtime itself proves it turns.
-    let runtime_watchdog = match (&notifier, watchdog, generator.is_some()) {
+    let runtime_watchdog = match (&notifier, watchdog, scheduler.is_some()) {
         (Some(n), Some(every), false) => {
             let mut tick = watchdog_tick(n.clone(), every);
             Some(tokio::spawn(async move {
@@ -237,7 +237,7 @@ pub async fn run(opts: DaemonOptions) -> anyhow::Result<()> {
     if let Some(t) = runtime_watchdog {
         t.abort();
     }
-    if let Some(g) = generator {
+    if let Some(g) = scheduler {
         g.shutdown().await;
     }
     // Every job's last signal was written when its emitter returned; retention timers still

@@ -166,7 +166,7 @@ impl Summarizer {
     /// The loaded model's name (general.name), or "" when summaries are extractive only.
     #[zbus(property(emits_changed_signal = "const"))]
     fn model(&self) -> BusString {
-        self.core.pipeline.model().map_or_else(BusString::default, |m| BusString::message(&m.generator.info().name))
+        self.core.pipeline.model().map_or_else(BusString::default, |m| BusString::message(&m.name))
     }
 
     /// Where the model runs: cpu or cuda:N ("cpu" for the extractive summarizer).
@@ -219,7 +219,7 @@ impl Summarizer {
         put("jobs_queued", Value::from(queued));
         put("jobs_running", Value::from(running));
         put("jobs_retained", Value::from(retained));
-        put("model_queue", Value::from(self.core.pipeline.model().map_or(0, |m| m.generator.queue_len()) as u32));
+        put("model_queue", Value::from(self.core.pipeline.model().map_or(0, |m| m.scheduler.queue_len()) as u32));
         put("rss_bytes", Value::from(crate::sysinfo::rss_bytes()));
         put("peak_rss_bytes", Value::from(crate::sysinfo::peak_rss_bytes()));
         put("uptime_s", Value::from(self.core.uptime_s()));

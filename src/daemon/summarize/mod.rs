@@ -1,12 +1,13 @@
 //! The summary pipeline: text in, summary out.
 //!
-//! [`extract`] (PDF) -> [`clean`] (running headers/footers, page numbers, hyphenation, line
-//! breaks) -> [`chunk`] (pieces that fit the model's prompt, counted in its tokens, cut at
-//! paragraph and sentence boundaries, CJK-aware) -> one prompt per chunk ([`prompt`]) through a
-//! [`generator::Generate`] (the chunks of one document are submitted together, so they decode
-//! in one batch) -> a reduce step when there are several -> the summary. Without a model, or
-//! when it fails, the [`extractive`] ranker answers. Every [`Summary`] says which [`Method`]
-//! made it. [`cache`] keeps finished summaries.
+//! [`extract`] (PDF) -> [`clean`] (lines: running headers/footers, page numbers, footnote
+//! marks, hyphenation) -> [`structure`] (block kinds, sections) -> [`document`] (blocks, and
+//! the way back to the page: anchors) -> [`chunk`] (prose in pieces that fit the model's
+//! prompt, counted in its tokens, CJK-aware) -> one prompt per chunk ([`prompt`]) submitted to
+//! the [`crate::scheduler`] (the chunks of one document together, so they decode in one
+//! batch; its events come back as they are) -> a reduce step when there are several -> the
+//! summary. Without a model, or when it fails, the [`extractive`] ranker answers. Every
+//! [`Summary`] says which [`Method`] made it. [`cache`] keeps finished summaries.
 //!
 //! docs/SUMMARIZE.md describes the design and the template choice.
 
@@ -17,10 +18,8 @@ pub mod clean;
 pub mod document;
 pub mod extract;
 pub mod extractive;
-pub mod generator;
 pub mod pipeline;
 pub mod prompt;
-pub mod scheduled;
 pub mod structure;
 pub mod text;
 

@@ -13,7 +13,7 @@ use super::clean::Paragraph;
 use super::document::{text_pages, Anchor, Document};
 use super::extract::{extract_pages, ExtractedPages};
 use super::extractive::{render_sentences, Ranker};
-use super::generator::{GenError, GenEvent, GenHandle, Generate};
+use crate::scheduler::{Event, JobHandle, Request, Scheduler, SchedulerError, TextEncoder};
 use super::prompt::{
     chunk_sentences, detect_language, parse_classification, parse_extraction, quoted_sentences, seqgpt_task_prompt,
     SeqGptTask, Template, TemplateKind, EXTRACT_LABELS_PER_PROMPT,
@@ -83,15 +83,37 @@ impl Observer for Ignore {
     fn partial(&mut self, _: u32, _: &str) {}
 }
 
-/// The model side of a pipeline.
+/// The model side of a pipeline: the scheduler over the model's engine (prompts go to it, and
+/// its events come back, as they are), and what the pipeline needs to know of the model.
 pub struct ModelSetup {
-    pub generator: Arc<dyn Generate>,
+    pub scheduler: Scheduler,
+    /// The model's tokenizer: chunks are measured in its tokens.
+    pub tokens: Arc<dyn TextEncoder>,
+    /// `general.name` (or the file's stem), and where the model runs.
+    pub name: String,
+    pub device: String,
     pub template_name: String,
     pub template: Template,
     /// Why this template (logged, and shown in `seqgpt summarize --json`).
     pub reason: String,
     /// Identifies the model for cache keys (name, file size and time, template).
     pub identity: String,
+}
+
+impl ModelSetup {
+    /// Tokens of `text` in the model's tokenizer (its characters if it cannot be encoded).
+    pub fn count_tokens(&self, text: &str) -> usize {
+        count_tokens(self.tokens.as_ref(), text)
+    }
+
+    /// Tokens of context (prompt and generated) one request may use.
+    pub fn context_length(&self) -> usize {
+        self.scheduler.context_length()
+    }
+}
+
+fn count_tokens(tokens: &dyn TextEncoder, text: &str) -> usize {
+    tokens.encode(text).map_or_else(|_| text.chars().count(), |ids| ids.len())
 }
 
 /// Tunables.
@@ -319,7 +341,7 @@ impl Pipeline {
         let mut cacheable = true;
         let ((text, sentences), method) = match model {
             Some(m) => {
-                stats.model = m.generator.info().name.clone();
+                stats.model = m.name.clone();
                 stats.template = m.template_name.clone();
                 match self.model_summary(m, &doc, opts, language, &mut stats, obs, cancel).await {
                     Ok(ModelOutcome::Summary(text, anchors)) => ((text, anchors), Method::Model),
@@ -387,16 +409,15 @@ impl Pipeline {
         obs: &mut dyn Observer,
         cancel: &Cancel,
     ) -> Result<ModelOutcome, ModelFailure> {
-        let gen = m.generator.as_ref();
         let t = &m.template;
         let new_tokens = t.new_tokens(opts.length);
-        let budget = chunk_budget(gen, t, language, opts, new_tokens).map_err(ModelFailure::Failed)?;
-        let count = |s: &str| gen.count_tokens(s);
-        let (g, d, max_chunks) = (m.generator.clone(), doc.clone(), self.settings.max_model_chunks);
+        let budget = chunk_budget(m, t, language, opts, new_tokens).map_err(ModelFailure::Failed)?;
+        let count = |s: &str| m.count_tokens(s);
+        let (g, d, max_chunks) = (m.tokens.clone(), doc.clone(), self.settings.max_model_chunks);
         // The model reads prose only: no code, formulas, tables or reference lists.
         let (chunks, kept) = self
             .blocking(cancel, move |cancel| {
-                let count = |s: &str| g.count_tokens(s);
+                let count = |s: &str| count_tokens(g.as_ref(), s);
                 let paragraphs = d.prose_paragraphs();
                 let chunks = chunk(&paragraphs, budget, &count, cancel)?;
                 if chunks.len() <= max_chunks {
@@ -420,7 +441,7 @@ impl Pipeline {
         };
         let prompts: Vec<String> = chunks.iter().map(|c| t.chunk_prompt(&c.text, language, opts.length)).collect();
         obs.progress(Stage::Summarize, 0, prompts.len() as u32);
-        let answers = self.run_prompts(&m.generator, &prompts, &config, 0, Stage::Summarize, stats, obs, cancel).await?;
+        let answers = self.run_prompts(m, &prompts, &config, 0, Stage::Summarize, stats, obs, cancel).await?;
         match t.kind {
             TemplateKind::Extract => {
                 let (o, d) = (opts.clone(), doc.clone());
@@ -445,7 +466,7 @@ impl Pipeline {
                     let reduce: Vec<String> =
                         groups.iter().map(|g| t.reduce_prompt(&numbered(g), language, opts.length)).collect();
                     obs.progress(Stage::Reduce, 0, reduce.len() as u32);
-                    let out = self.run_prompts(&m.generator, &reduce, &config, index, Stage::Reduce, stats, obs, cancel).await?;
+                    let out = self.run_prompts(m, &reduce, &config, index, Stage::Reduce, stats, obs, cancel).await?;
                     index += reduce.len() as u32;
                     partials = out.iter().map(|a| clean_generated(a)).filter(|a| !a.is_empty()).collect();
                     if partials.is_empty() {
@@ -464,13 +485,14 @@ impl Pipeline {
         }
     }
 
-    /// Submits `prompts` together (retrying while the queue is full), streams their text to
-    /// `obs` as prompt `first_index + i`, and returns the answers in prompt order. Submitting
-    /// tokenizes, so it runs on a blocking thread.
+    /// Submits `prompts` together to the scheduler (retrying while its queue is full),
+    /// streams their text to `obs` as prompt `first_index + i`, and returns the answers in
+    /// prompt order. Submitting tokenizes, so it runs on a blocking thread. The job handles
+    /// are held here: dropping them (a cancelled job) cancels the prompts.
     #[allow(clippy::too_many_arguments)]
     async fn run_prompts(
         &self,
-        gen: &Arc<dyn Generate>,
+        m: &ModelSetup,
         prompts: &[String],
         config: &GenerationConfig,
         first_index: u32,
@@ -479,17 +501,17 @@ impl Pipeline {
         obs: &mut dyn Observer,
         cancel: &Cancel,
     ) -> Result<Vec<String>, ModelFailure> {
-        let mut handles: Vec<GenHandle> = Vec::with_capacity(prompts.len());
+        let mut handles: Vec<JobHandle> = Vec::with_capacity(prompts.len());
         for p in prompts {
             loop {
-                let (g, p, c) = (gen.clone(), p.clone(), config.clone());
-                match self.blocking(cancel, move |_| Ok(g.submit(&p, c))).await.map_err(ModelFailure::Stop)? {
+                let (sched, p, c) = (m.scheduler.clone(), p.clone(), config.clone());
+                match self.blocking(cancel, move |_| Ok(sched.submit(Request::text(p, c)))).await.map_err(ModelFailure::Stop)? {
                     Ok(h) => {
                         handles.push(h);
                         break;
                     }
-                    Err(GenError::Busy) => tokio::time::sleep(self.settings.busy_retry).await,
-                    Err(e) => return Err(ModelFailure::from_gen(e)),
+                    Err(SchedulerError::Busy) => tokio::time::sleep(self.settings.busy_retry).await,
+                    Err(e) => return Err(ModelFailure::from_scheduler(e)),
                 }
             }
         }
@@ -497,11 +519,11 @@ impl Pipeline {
         let streams = handles.into_iter().enumerate().map(|(i, h)| {
             stream::unfold(Some(h), move |h| async move {
                 let mut h = h?;
-                let ev = h.next().await;
-                match ev {
-                    None => Some(((i, GenEvent::Failed(GenError::ShuttingDown)), None)),
+                match h.next().await {
+                    // The scheduler dropped the job without a terminal event: it is gone.
+                    None => Some(((i, Event::Failed(SchedulerError::ShuttingDown)), None)),
                     Some(ev) => {
-                        let terminal = matches!(ev, GenEvent::Finished(_) | GenEvent::Failed(_));
+                        let terminal = ev.is_terminal();
                         Some(((i, ev), if terminal { None } else { Some(h) }))
                     }
                 }
@@ -513,16 +535,16 @@ impl Pipeline {
         let mut done = 0u32;
         while let Some((i, ev)) = merged.next().await {
             match ev {
-                GenEvent::Started => {}
-                GenEvent::Text(t) => obs.partial(first_index + i as u32, &t),
-                GenEvent::Finished(out) => {
-                    stats.prompt_tokens += out.prompt_tokens as u64;
-                    stats.generated_tokens += out.generated_tokens as u64;
-                    answers[i] = Some(out.text);
+                Event::Tokens { text, .. } if !text.is_empty() => obs.partial(first_index + i as u32, &text),
+                Event::Finished(c) => {
+                    stats.prompt_tokens += c.prompt_tokens as u64;
+                    stats.generated_tokens += c.ids.len() as u64;
+                    answers[i] = Some(c.text);
                     done += 1;
                     obs.progress(stage, done, total);
                 }
-                GenEvent::Failed(e) => return Err(ModelFailure::from_gen(e)),
+                Event::Failed(e) => return Err(ModelFailure::from_scheduler(e)),
+                Event::Queued { .. } | Event::Started { .. } | Event::Tokens { .. } => {}
             }
         }
         Ok(answers.into_iter().map(Option::unwrap_or_default).collect())
@@ -576,7 +598,7 @@ impl Pipeline {
         };
         let mut stats = SummaryStats::default();
         let out = self
-            .run_prompts(&m.generator, &[prompt.to_string()], &config, 0, Stage::Summarize, &mut stats, &mut Ignore, cancel)
+            .run_prompts(m, &[prompt.to_string()], &config, 0, Stage::Summarize, &mut stats, &mut Ignore, cancel)
             .await
             .map_err(|f| match f {
                 ModelFailure::Stop(e) => e,
@@ -606,7 +628,7 @@ fn check_labels(labels: &[String]) -> Result<(), SummaryError> {
 /// Refuses, before any tokenizing, a Classify or Extract text that cannot fit the model's
 /// context whatever its tokens (see [`MAX_BYTES_PER_TOKEN`]).
 fn check_task_text(m: &ModelSetup, text: &str) -> Result<(), SummaryError> {
-    let ctx = m.generator.info().context_length;
+    let ctx = m.context_length();
     let max = ctx.saturating_mul(MAX_BYTES_PER_TOKEN);
     if text.len() > max {
         return Err(SummaryError::TooLarge(format!(
@@ -634,11 +656,11 @@ enum ModelFailure {
 }
 
 impl ModelFailure {
-    fn from_gen(e: GenError) -> Self {
+    fn from_scheduler(e: SchedulerError) -> Self {
         match e {
-            GenError::Cancelled => ModelFailure::Stop(SummaryError::Cancelled),
-            GenError::ShuttingDown => ModelFailure::Stop(SummaryError::ShuttingDown),
-            GenError::TooLarge(_) => ModelFailure::TooLarge(e.to_string()),
+            SchedulerError::Cancelled => ModelFailure::Stop(SummaryError::Cancelled),
+            SchedulerError::ShuttingDown => ModelFailure::Stop(SummaryError::ShuttingDown),
+            SchedulerError::TooLarge(_) => ModelFailure::TooLarge(e.to_string()),
             other => ModelFailure::Failed(other.to_string()),
         }
     }
@@ -646,12 +668,12 @@ impl ModelFailure {
 
 /// Tokens of document text one chunk may hold: the template's prompt limit (or the model's
 /// context less the new tokens), less the template's own tokens and a small margin.
-fn chunk_budget(gen: &dyn Generate, t: &Template, lang: Language, opts: &SummaryOptions, new_tokens: usize) -> Result<usize, String> {
-    let ctx = gen.info().context_length;
+fn chunk_budget(m: &ModelSetup, t: &Template, lang: Language, opts: &SummaryOptions, new_tokens: usize) -> Result<usize, String> {
+    let ctx = m.context_length();
     let room = ctx.saturating_sub(new_tokens);
     let limit = if t.max_prompt_tokens > 0 { t.max_prompt_tokens.min(room) } else { room };
-    let overhead = gen.count_tokens(&t.chunk_prompt("", lang, opts.length));
-    let reduce_overhead = gen.count_tokens(&t.reduce_prompt("", lang, opts.length));
+    let overhead = m.count_tokens(&t.chunk_prompt("", lang, opts.length));
+    let reduce_overhead = m.count_tokens(&t.reduce_prompt("", lang, opts.length));
     let budget = limit.saturating_sub(overhead.max(reduce_overhead) + 8);
     if budget < 32 {
         return Err(format!(
@@ -854,68 +876,94 @@ pub fn explain(input: Input, opts: &SummaryOptions, limits: &PdfLimits) -> Resul
 
 #[cfg(test)]
 mod tests {
-    use super::super::generator::{CancelOnDrop, GenOutput, ModelInfo};
     use super::super::{Length, Style};
     use super::*;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use crate::generate::{FinishReason, Generated};
+    use crate::scheduler::backend::{Backend, ModelInfo as BackendInfo, NewSequence, Update};
+    use crate::scheduler::memory::{BatchState, MemoryModel};
+    use crate::scheduler::{SchedulerConfig, StartOptions};
     use std::sync::Mutex;
 
-    /// A generator that answers every prompt with a fixed function of it, streaming it in two
-    /// pieces; one token per whitespace-separated word or CJK character.
+    /// The texts the test tokenizer has seen: a text's tokens are its index here, repeated
+    /// once per whitespace-separated word or CJK character (so the backend can tell which
+    /// prompt it runs, and counts are what a tokenizer would roughly give).
+    #[derive(Default)]
+    struct Texts(Mutex<Vec<String>>);
+
+    struct Encoder(Arc<Texts>);
+
+    impl TextEncoder for Encoder {
+        fn encode(&self, text: &str) -> Result<Vec<u32>, String> {
+            let mut texts = self.0 .0.lock().unwrap();
+            texts.push(text.to_string());
+            let n: usize = text.split_whitespace().map(|w| w.chars().filter(|c| super::super::text::is_cjk(*c)).count().max(1)).sum();
+            Ok(vec![(texts.len() - 1) as u32; n.max(1)])
+        }
+    }
+
+    /// A backend that answers every prompt with a fixed function of its text, in two pieces
+    /// and at once.
     struct Echo {
-        info: ModelInfo,
-        answer: Box<dyn Fn(&str) -> String + Send + Sync>,
-        prompts: Mutex<Vec<String>>,
-        busy_first: AtomicUsize,
+        texts: Arc<Texts>,
+        answer: Box<dyn Fn(&str) -> String + Send>,
     }
 
-    impl Echo {
-        fn new(answer: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
-            Echo {
-                info: ModelInfo { name: "echo".into(), path: "echo.gguf".into(), context_length: 256, device: "cpu".into() },
-                answer: Box::new(answer),
-                prompts: Mutex::new(Vec::new()),
-                busy_first: AtomicUsize::new(0),
+    impl Backend for Echo {
+        fn info(&self) -> BackendInfo {
+            let memory = MemoryModel { n_layer: 1, hidden: 8, n_head: 1, ffn: 8, vocab: 1 << 20, kv_elem_bytes: 1, act_elem_bytes: 1 };
+            BackendInfo { context_length: 256, memory, free_memory: Arc::new(|| None) }
+        }
+        fn admit(&mut self, seqs: Vec<NewSequence>) -> Result<Vec<Update>, String> {
+            let mut out = Vec::new();
+            for s in seqs {
+                let prompt = self.texts.0.lock().unwrap()[s.prompt[0] as usize].clone();
+                let answer = (self.answer)(&prompt);
+                let half = answer.char_indices().nth(answer.chars().count() / 2).map_or(answer.len(), |(i, _)| i);
+                out.push(Update::Token { id: s.id, token: 1, text: answer[..half].to_string() });
+                out.push(Update::Token { id: s.id, token: 2, text: answer[half..].to_string() });
+                let done = Generated { id: s.id, prompt_tokens: s.prompt.len(), ids: vec![1, 2], text: answer, finish: FinishReason::Length };
+                out.push(Update::Finished(done));
             }
+            Ok(out)
         }
+        fn step(&mut self) -> Result<Vec<Update>, String> {
+            Ok(Vec::new())
+        }
+        fn cancel(&mut self, _ids: &[u64]) -> Result<Vec<Update>, String> {
+            Ok(Vec::new())
+        }
+        fn run_solo(&mut self, seq: NewSequence) -> Result<Generated, String> {
+            Err(format!("no beams here ({})", seq.id))
+        }
+        fn state(&self) -> BatchState {
+            BatchState { rows: Vec::new(), cache_len: 0, cache_capacity: 0, cache_bytes: 0, free_memory: None }
+        }
+        fn reset(&mut self) {}
     }
 
-    impl Generate for Echo {
-        fn info(&self) -> &ModelInfo {
-            &self.info
-        }
-        fn count_tokens(&self, text: &str) -> usize {
-            text.split_whitespace().map(|w| w.chars().filter(|c| super::super::text::is_cjk(*c)).count().max(1)).sum()
-        }
-        fn submit(&self, prompt: &str, _config: GenerationConfig) -> Result<GenHandle, GenError> {
-            if self.busy_first.load(Ordering::SeqCst) > 0 {
-                self.busy_first.fetch_sub(1, Ordering::SeqCst);
-                return Err(GenError::Busy);
-            }
-            self.prompts.lock().unwrap().push(prompt.to_string());
-            let answer = (self.answer)(prompt);
-            let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-            let half = answer.char_indices().nth(answer.chars().count() / 2).map_or(answer.len(), |(i, _)| i);
-            tx.send(GenEvent::Started).unwrap();
-            tx.send(GenEvent::Text(answer[..half].to_string())).unwrap();
-            tx.send(GenEvent::Text(answer[half..].to_string())).unwrap();
-            tx.send(GenEvent::Finished(GenOutput { text: answer.clone(), prompt_tokens: 1, generated_tokens: 2 })).unwrap();
-            Ok(GenHandle::new(rx, CancelOnDrop::new(|| {})))
-        }
-        fn queue_len(&self) -> usize {
-            0
-        }
-    }
-
-    fn pipeline(gen: Echo, template: Template) -> Pipeline {
+    /// A pipeline whose model answers `answer(prompt)`, through a real scheduler with a queue
+    /// of `queue` prompts (a small queue makes the pipeline retry after Busy).
+    fn pipeline_with(answer: impl Fn(&str) -> String + Send + 'static, template: Template, queue: usize) -> Pipeline {
+        let texts = Arc::new(Texts::default());
+        let echo = Echo { texts: texts.clone(), answer: Box::new(answer) };
+        let cfg = SchedulerConfig { queue_capacity: queue, ..SchedulerConfig::default() };
+        let encoder: Arc<dyn TextEncoder> = Arc::new(Encoder(texts));
+        let scheduler = Scheduler::start_with(echo, Some(encoder.clone()), cfg, StartOptions::default()).unwrap();
         let setup = ModelSetup {
-            generator: Arc::new(gen),
+            scheduler,
+            tokens: encoder,
+            name: "echo".into(),
+            device: "cpu".into(),
             template_name: "test".into(),
             template,
             reason: "test".into(),
             identity: "echo".into(),
         };
         Pipeline::new(Some(setup), None, PipelineSettings::default())
+    }
+
+    fn pipeline(answer: impl Fn(&str) -> String + Send + 'static, template: Template) -> Pipeline {
+        pipeline_with(answer, template, 8)
     }
 
     #[derive(Default)]
@@ -935,7 +983,7 @@ mod tests {
 
     #[tokio::test]
     async fn extract_template_keeps_quoted_sentences() {
-        let p = pipeline(Echo::new(|_| "key sentence: installing solar panels lowers the electricity bill".into()), Template::seqgpt());
+        let p = pipeline(|_| "key sentence: installing solar panels lowers the electricity bill".into(), Template::seqgpt());
         let mut rec = Record::default();
         let s = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut rec, &Cancel::new()).await.unwrap();
         assert_eq!(s.method, Method::Model);
@@ -955,7 +1003,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_free_text_summary_has_no_anchors() {
-        let p = pipeline(Echo::new(|_| "A summary in other words.".into()), Template::bloomz());
+        let p = pipeline(|_| "A summary in other words.".into(), Template::bloomz());
         let s = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut Ignore, &Cancel::new()).await.unwrap();
         assert_eq!(s.method, Method::Model);
         assert!(s.sentences.is_empty());
@@ -963,7 +1011,7 @@ mod tests {
 
     #[tokio::test]
     async fn extract_template_with_an_unusable_answer_falls_back() {
-        let p = pipeline(Echo::new(|_| "zz qq xx".into()), Template::seqgpt());
+        let p = pipeline(|_| "zz qq xx".into(), Template::seqgpt());
         let s = p.summarize(Input::Text(DOC.into()), &SummaryOptions::default(), &mut Ignore, &Cancel::new()).await.unwrap();
         assert_eq!(s.method, Method::Extractive);
         assert!(s.stats.fallback.contains("quotes no sentence"), "{}", s.stats.fallback);
@@ -972,16 +1020,16 @@ mod tests {
 
     #[tokio::test]
     async fn instruction_template_reduces_several_chunks() {
-        let gen = Echo::new(|p| if p.starts_with("Summaries") { "Final summary.".into() } else { "Part summary.".into() });
-        gen.busy_first.store(3, Ordering::SeqCst);
+        let answer = |p: &str| if p.starts_with("Summaries") { "Final summary.".to_string() } else { "Part summary.".to_string() };
         let mut t = Template::bloomz();
-        // A small prompt limit forces several chunks.
+        // A small prompt limit forces several chunks; a queue of one makes the pipeline retry
+        // after Busy.
         t.max_prompt_tokens = 60;
         let long: String = (0..30).map(|i| format!("Sentence number {i} talks about topic {i}.\n\n")).collect();
-        let p = pipeline(gen, t);
+        let p = pipeline_with(answer, t, 1);
         let mut rec = Record::default();
         let s = p.summarize(Input::Text(long), &SummaryOptions { length: Length::Short, ..Default::default() }, &mut rec, &Cancel::new()).await.unwrap();
-        assert_eq!(s.method, Method::Model);
+        assert_eq!(s.method, Method::Model, "{}", s.stats.fallback);
         assert_eq!(s.text, "Final summary.");
         assert!(s.stats.chunks > 1);
         assert!(rec.0.iter().any(|e| e.starts_with("reduce ")), "{:?}", rec.0);
@@ -992,7 +1040,7 @@ mod tests {
 
     #[tokio::test]
     async fn bullets_and_method_choice() {
-        let p = pipeline(Echo::new(|_| "First point. Second point.".into()), Template::bloomz());
+        let p = pipeline(|_| "First point. Second point.".into(), Template::bloomz());
         let opts = SummaryOptions { style: Style::Bullets, ..Default::default() };
         let s = p.summarize(Input::Text(DOC.into()), &opts, &mut Ignore, &Cancel::new()).await.unwrap();
         assert_eq!(s.text, "- First point.\n- Second point.");
@@ -1037,7 +1085,7 @@ mod tests {
 
     #[tokio::test]
     async fn classify_and_extract_use_seqgpt_prompts() {
-        let p = pipeline(Echo::new(|p| if p.contains("分类") { "neg".into() } else { "地名: 北京".into() }), Template::seqgpt());
+        let p = pipeline(|p| if p.contains("分类") { "neg".into() } else { "地名: 北京".into() }, Template::seqgpt());
         let (labels, raw) = p.classify("bad film", &["pos".into(), "neg".into()], &Cancel::new()).await.unwrap();
         assert_eq!((labels, raw.as_str()), (vec!["neg".to_string()], "neg"));
         let (spans, _) = p.extract("我在北京", &["地名".into()], &Cancel::new()).await.unwrap();
