@@ -8,7 +8,7 @@ mod builder;
 
 use seqgpt::pdf::{extract_text, ExtractOptions};
 use seqgpt::summarize::document::Document;
-use seqgpt::summarize::extractive::{word_count, Ranker};
+use seqgpt::summarize::rank::{word_count, Ranker};
 use seqgpt::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
 use seqgpt::summarize::structure::{BlockKind, SectionKind};
 use seqgpt::summarize::{Cancel, SummaryOptions};

@@ -306,7 +306,7 @@ fn parent_resources<'a>(doc: &'a Document, d: &'a Dictionary) -> Option<&'a Dict
 
 /// The page's content streams, decoded and concatenated. `None` when the page names content
 /// the file does not have (truncated file).
-pub(crate) fn page_content(doc: &Document, page: &Dictionary, budget: &mut super::limits::Budget) -> Result<Option<Vec<u8>>, PdfError> {
+pub(crate) fn page_content(doc: &Document, page: &Dictionary, budget: &mut super::limits::DecodeBudget) -> Result<Option<Vec<u8>>, PdfError> {
     let Ok(contents) = page.get(b"Contents") else { return Ok(Some(Vec::new())) };
     let parts: Vec<&Object> = match deref(doc, contents) {
         Object::Array(a) => a.iter().collect(),

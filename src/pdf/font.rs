@@ -11,7 +11,7 @@ use super::cjk;
 use super::cmap::{self, CMap};
 use super::encoding::{self, base_encoding, core14, glyph_name_to_unicode, numeric_glyph_name};
 use super::fontfile::{self, Builtin};
-use super::limits::Budget;
+use super::limits::DecodeBudget;
 use super::objects::{deref, dict_of, get, get_array, get_dict, get_name, get_num, get_stream, matrix, num_deref};
 use super::PdfError;
 use lopdf::{Dictionary, Document, Object};
@@ -192,14 +192,14 @@ fn lookup(ranges: &[(u32, u32, f32)], cid: u32) -> Option<f32> {
     ranges[..end].iter().rev().take(4).find(|r| r.1 >= cid).map(|r| r.2)
 }
 
-fn decode_stream(doc: &Document, d: &Dictionary, key: &[u8], budget: &mut Budget) -> Result<Option<Vec<u8>>, PdfError> {
+fn decode_stream(doc: &Document, d: &Dictionary, key: &[u8], budget: &mut DecodeBudget) -> Result<Option<Vec<u8>>, PdfError> {
     match get_stream(doc, d, key) {
         Some(s) => budget.decode(s),
         None => Ok(None),
     }
 }
 
-fn load_to_unicode(doc: &Document, font: &Dictionary, budget: &mut Budget) -> Result<Option<CMap>, PdfError> {
+fn load_to_unicode(doc: &Document, font: &Dictionary, budget: &mut DecodeBudget) -> Result<Option<CMap>, PdfError> {
     match get(doc, font, b"ToUnicode") {
         Some(Object::Stream(s)) => {
             let Some(data) = budget.decode(s)? else { return Ok(None) };
@@ -212,7 +212,7 @@ fn load_to_unicode(doc: &Document, font: &Dictionary, budget: &mut Budget) -> Re
 }
 
 /// Load a font dictionary.
-pub(crate) fn load(doc: &Document, dict: &Dictionary, budget: &mut Budget) -> Result<Font, PdfError> {
+pub(crate) fn load(doc: &Document, dict: &Dictionary, budget: &mut DecodeBudget) -> Result<Font, PdfError> {
     match get_name(doc, dict, b"Subtype") {
         Some(b"Type0") => load_type0(doc, dict, budget),
         Some(b"Type3") => load_simple(doc, dict, budget, true),
@@ -227,7 +227,7 @@ fn strip_subset(name: &[u8]) -> &[u8] {
     }
 }
 
-fn load_simple(doc: &Document, dict: &Dictionary, budget: &mut Budget, type3: bool) -> Result<Font, PdfError> {
+fn load_simple(doc: &Document, dict: &Dictionary, budget: &mut DecodeBudget, type3: bool) -> Result<Font, PdfError> {
     let subtype = get_name(doc, dict, b"Subtype").unwrap_or(b"Type1");
     let base_font = get_name(doc, dict, b"BaseFont").map(strip_subset).unwrap_or(b"");
     let descriptor = get_dict(doc, dict, b"FontDescriptor");
@@ -414,7 +414,7 @@ fn type3_em_scale(names: &[Option<String>], widths: &[f32], fm: &[f64; 6]) -> f3
     if s.is_finite() && s > 0.0 { s } else { 1.0 }
 }
 
-fn builtin_encoding(doc: &Document, descriptor: Option<&Dictionary>, budget: &mut Budget) -> Result<Option<Builtin>, PdfError> {
+fn builtin_encoding(doc: &Document, descriptor: Option<&Dictionary>, budget: &mut DecodeBudget) -> Result<Option<Builtin>, PdfError> {
     let Some(d) = descriptor else { return Ok(None) };
     if let Some(data) = decode_stream(doc, d, b"FontFile", budget)? {
         return Ok(fontfile::type1_encoding(&data));
@@ -429,7 +429,7 @@ fn builtin_encoding(doc: &Document, descriptor: Option<&Dictionary>, budget: &mu
     Ok(None)
 }
 
-fn load_type0(doc: &Document, dict: &Dictionary, budget: &mut Budget) -> Result<Font, PdfError> {
+fn load_type0(doc: &Document, dict: &Dictionary, budget: &mut DecodeBudget) -> Result<Font, PdfError> {
     // Encoding CMap.
     let cmap: Option<Arc<CMap>> = match get(doc, dict, b"Encoding") {
         Some(Object::Name(n)) => cjk::predefined_cmap(n),

@@ -5,7 +5,7 @@
 use super::encoding;
 use super::font::{self, Font};
 use super::lexer::{Lexer, Operand};
-use super::limits::{Budget, Limits};
+use super::limits::{DecodeBudget, Limits};
 use super::objects::{deref, dict_of, get, get_dict, get_name, matrix, ref_id};
 use super::PdfError;
 use lopdf::{Dictionary, Document, Object, ObjectId};
@@ -112,7 +112,7 @@ struct Marked {
 
 pub(crate) struct Interp<'a> {
     doc: &'a Document,
-    budget: &'a mut Budget,
+    budget: &'a mut DecodeBudget,
     cache: &'a mut DocCache,
     limits: &'a Limits,
     out: PageContent,
@@ -128,7 +128,7 @@ pub(crate) struct Interp<'a> {
 }
 
 impl<'a> Interp<'a> {
-    pub(crate) fn new(doc: &'a Document, budget: &'a mut Budget, cache: &'a mut DocCache, limits: &'a Limits) -> Self {
+    pub(crate) fn new(doc: &'a Document, budget: &'a mut DecodeBudget, cache: &'a mut DocCache, limits: &'a Limits) -> Self {
         Interp {
             doc,
             budget,

@@ -155,7 +155,7 @@ pub fn extract_text(pdf_bytes: &[u8], opts: &ExtractOptions) -> Result<Extracted
             (a, b.min(page_count))
         }
     };
-    let mut budget = limits::Budget::new(limits);
+    let mut budget = limits::DecodeBudget::new(limits);
     let mut cache = interp::DocCache::default();
     let mut out = Vec::new();
     for number in first..=last {

@@ -40,18 +40,18 @@ impl Default for Limits {
 
 /// Tracks the decoded bytes of one document against [`Limits`].
 #[derive(Debug)]
-pub(crate) struct Budget {
+pub(crate) struct DecodeBudget {
     per_stream: usize,
     doc_limit: usize,
     used: usize,
 }
 
-impl Budget {
+impl DecodeBudget {
     pub(crate) fn new(limits: &Limits) -> Self {
-        Budget { per_stream: limits.max_stream_bytes, doc_limit: limits.max_document_bytes, used: 0 }
+        DecodeBudget { per_stream: limits.max_stream_bytes, doc_limit: limits.max_document_bytes, used: 0 }
     }
 
-    /// Count bytes decoded outside [`Budget::decode`] (e.g. while lopdf loaded the file).
+    /// Count bytes decoded outside [`DecodeBudget::decode`] (e.g. while lopdf loaded the file).
     pub(crate) fn charge(&mut self, bytes: usize) -> Result<(), PdfError> {
         self.used = self.used.saturating_add(bytes);
         if self.used > self.doc_limit {

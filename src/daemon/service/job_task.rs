@@ -20,20 +20,20 @@ use zbus::zvariant::{OwnedObjectPath, Value};
 use zbus::Connection;
 
 /// What the pipeline reports while it works, in order (the job's signals).
-enum Update {
+enum JobSignal {
     Running,
     Progress(Stage, u32, u32),
     Partial(u32, String),
 }
 
-struct ChannelObserver(mpsc::UnboundedSender<Update>);
+struct ChannelObserver(mpsc::UnboundedSender<JobSignal>);
 
 impl Observer for ChannelObserver {
     fn progress(&mut self, stage: Stage, done: u32, total: u32) {
-        let _ = self.0.send(Update::Progress(stage, done, total));
+        let _ = self.0.send(JobSignal::Progress(stage, done, total));
     }
     fn partial(&mut self, index: u32, text: &str) {
-        let _ = self.0.send(Update::Partial(index, text.to_string()));
+        let _ = self.0.send(JobSignal::Partial(index, text.to_string()));
     }
 }
 
@@ -110,14 +110,14 @@ async fn run(
         async move {
             let input = match source {
                 Source::Text(t) => {
-                    let _ = tx.send(Update::Running);
+                    let _ = tx.send(JobSignal::Running);
                     Input::Text(t)
                 }
                 Source::Pdf(file) => {
                     // One place among the extractions, taken before the file is read: it
                     // bounds the PDFs held in memory at once.
                     let permit = core.pipeline.extract_permit().await;
-                    let _ = tx.send(Update::Running);
+                    let _ = tx.send(JobSignal::Running);
                     let bytes = read_document(&core, file).await?;
                     Input::Pdf { bytes, permit: Some(permit) }
                 }
@@ -197,12 +197,12 @@ async fn remove(core: &Core, conn: &Connection, id: u64) {
 
 /// Publishes `update` (and, for streamed text, the text of the same prompt already waiting
 /// behind it, as one signal): signals to the job's owner, and the view its properties read.
-async fn publish(job: &JobShared, emitter: &SignalEmitter<'_>, update: Update, rx: &mut mpsc::UnboundedReceiver<Update>) {
+async fn publish(job: &JobShared, emitter: &SignalEmitter<'_>, update: JobSignal, rx: &mut mpsc::UnboundedReceiver<JobSignal>) {
     let mut next = Some(update);
     while let Some(update) = next.take() {
         match update {
-            Update::Running => set_running(job, emitter).await,
-            Update::Progress(stage, done, total) => {
+            JobSignal::Running => set_running(job, emitter).await,
+            JobSignal::Progress(stage, done, total) => {
                 set_running(job, emitter).await;
                 {
                     let mut v = job.view();
@@ -211,11 +211,11 @@ async fn publish(job: &JobShared, emitter: &SignalEmitter<'_>, update: Update, r
                 }
                 let _ = JobObject::progress_signal(emitter, &BusString::message(stage.as_str()), done, total).await;
             }
-            Update::Partial(index, mut text) => {
+            JobSignal::Partial(index, mut text) => {
                 set_running(job, emitter).await;
                 while let Ok(u) = rx.try_recv() {
                     match u {
-                        Update::Partial(i, t) if i == index => text.push_str(&t),
+                        JobSignal::Partial(i, t) if i == index => text.push_str(&t),
                         other => {
                             next = Some(other);
                             break;

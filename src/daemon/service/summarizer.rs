@@ -149,7 +149,7 @@ impl Summarizer {
         self.check_text(&text)?;
         let pipeline = self.core.pipeline.clone();
         let (spans, raw) =
-            self.model_call(conn, &hdr, |cancel| async move { pipeline.extract(&text, &kinds, &cancel).await }).await?;
+            self.model_call(conn, &hdr, |cancel| async move { pipeline.find_spans(&text, &kinds, &cancel).await }).await?;
         let spans = spans
             .into_iter()
             .map(|(k, v)| (BusString::message(&k), v.iter().map(|s| BusString::message(s)).collect()))

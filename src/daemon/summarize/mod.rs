@@ -6,8 +6,9 @@
 //! prompt, counted in its tokens, CJK-aware) -> one prompt per chunk ([`prompt`]) submitted to
 //! the [`crate::scheduler`] (the chunks of one document together, so they decode in one
 //! batch; its events come back as they are) -> a reduce step when there are several -> the
-//! summary. Without a model, or when it fails, the [`extractive`] ranker answers. Every
-//! [`Summary`] says which [`Method`] made it. [`cache`] keeps finished summaries.
+//! summary. Without a model, or when it fails, the [`rank`]er answers (the `extractive`
+//! method). Every [`Summary`] says which [`Method`] made it. [`cache`] keeps finished
+//! summaries.
 //!
 //! docs/SUMMARIZE.md describes the design and the template choice.
 
@@ -17,7 +18,7 @@ pub mod chunk;
 pub mod clean;
 pub mod document;
 pub mod extract;
-pub mod extractive;
+pub mod rank;
 pub mod pipeline;
 pub mod prompt;
 pub mod structure;
@@ -204,14 +205,14 @@ pub struct SummaryOptions {
     /// Skip the cache (neither read nor written).
     pub no_cache: bool,
     /// The most words the summary may have (a CJK character counts as one); `None`: the
-    /// `length` option's ([`extractive::words_for`]).
+    /// `length` option's ([`rank::words_for`]).
     pub max_words: Option<u32>,
 }
 
 impl SummaryOptions {
     /// The word budget of a summary.
     pub fn word_budget(&self) -> usize {
-        self.max_words.map_or_else(|| extractive::words_for(self.length), |n| n as usize)
+        self.max_words.map_or_else(|| rank::words_for(self.length), |n| n as usize)
     }
 }
 

@@ -30,8 +30,10 @@ pub const SEQGPT_GEN: &str = "[GEN]";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TemplateKind {
-    /// SeqGPT extraction: the answer quotes key sentences.
-    Extract,
+    /// The answer quotes the chunk's key sentences (SeqGPT's extraction prompt); the summary
+    /// is the quoted sentences. `extract` is this kind's older name in config files.
+    #[serde(alias = "extract")]
+    Quote,
     /// An instruction: the answer is the summary.
     Instruction,
 }
@@ -53,7 +55,7 @@ pub struct Template {
     pub reduce_prompt: Option<String>,
     #[serde(default)]
     pub reduce_prompt_zh: Option<String>,
-    /// Extract kind: the label of the spans to extract.
+    /// Quote kind: the label of the spans to extract.
     #[serde(default)]
     pub label: Option<String>,
     #[serde(default)]
@@ -84,7 +86,7 @@ impl Template {
     /// SeqGPT's extraction format (see the module documentation for why).
     pub fn seqgpt() -> Self {
         Template {
-            kind: TemplateKind::Extract,
+            kind: TemplateKind::Quote,
             prompt: format!("输入: {{text}}\n抽取: {{label}}\n输出: {SEQGPT_GEN}"),
             prompt_zh: None,
             reduce_prompt: None,
@@ -126,8 +128,8 @@ impl Template {
                 return Err(format!("template '{name}': every prompt needs a {{text}} placeholder: {p:?}"));
             }
         }
-        if self.kind == TemplateKind::Extract && self.label.as_deref().is_none_or(|l| l.trim().is_empty()) {
-            return Err(format!("template '{name}': an extract template needs a label"));
+        if self.kind == TemplateKind::Quote && self.label.as_deref().is_none_or(|l| l.trim().is_empty()) {
+            return Err(format!("template '{name}': a quote template needs a label"));
         }
         if self.max_new_tokens.contains(&0) {
             return Err(format!("template '{name}': max_new_tokens must be at least 1"));
@@ -221,20 +223,22 @@ pub fn detect_language<'a>(texts: impl IntoIterator<Item = &'a str>) -> Language
 pub fn seqgpt_task_prompt(task: SeqGptTask, text: &str, labels: &[String]) -> String {
     let task = match task {
         SeqGptTask::Classify => "分类",
-        SeqGptTask::Extract => "抽取",
+        SeqGptTask::Spans => "抽取",
     };
     format!("输入: {}\n{}: {}\n输出: {SEQGPT_GEN}", text.trim(), task, labels.join("，"))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SeqGptTask {
+    /// `分类`: which of the labels apply (the D-Bus method `Classify`).
     Classify,
-    Extract,
+    /// `抽取`: the spans of the text of each kind (the D-Bus method `Extract`).
+    Spans,
 }
 
 /// SeqGPT's extraction prompts take at most this many labels each (the authors split longer
 /// label sets: "smaller N results higher recall").
-pub const EXTRACT_LABELS_PER_PROMPT: usize = 6;
+pub const SPAN_KINDS_PER_PROMPT: usize = 6;
 
 /// Labels of `labels` that the classification answer names, in answer order, without repeats.
 pub fn parse_classification(answer: &str, labels: &[String]) -> Vec<String> {
@@ -253,7 +257,7 @@ pub fn parse_classification(answer: &str, labels: &[String]) -> Vec<String> {
 /// Spans per label from an extraction answer. SeqGPT answers one line per label,
 /// `label: span1，span2` (`None`/`无` for nothing); lines for labels that were not asked are
 /// ignored, and spans are kept only once.
-pub fn parse_extraction(answer: &str, labels: &[String]) -> BTreeMap<String, Vec<String>> {
+pub fn parse_spans(answer: &str, labels: &[String]) -> BTreeMap<String, Vec<String>> {
     let mut out: BTreeMap<String, Vec<String>> = labels.iter().map(|l| (l.clone(), Vec::new())).collect();
     for line in answer.lines() {
         let Some((label, rest)) = line.split_once(':').or_else(|| line.split_once('：')) else { continue };
@@ -383,7 +387,7 @@ mod tests {
         assert_eq!(parse_classification("Pos，neg，maybe", &labels), vec!["pos", "neg"]);
         assert!(parse_classification("garbage", &labels).is_empty());
         let kinds = vec!["地名".to_string(), "人名".to_string()];
-        let got = parse_extraction("地名: 中国，北京\n人名: None\n其他: x", &kinds);
+        let got = parse_spans("地名: 中国，北京\n人名: None\n其他: x", &kinds);
         assert_eq!(got["地名"], vec!["中国", "北京"]);
         assert!(got["人名"].is_empty());
         assert!(!got.contains_key("其他"));

@@ -318,13 +318,14 @@ impl Bloom {
     /// bias + GELU, down matmul + bias + residual.
     #[cfg(feature = "cuda")]
     fn block_forward_fused(&self, blk: &Block, layer: usize, x: &Tensor, kpos: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
-        use super::cuda::{AttentionOp, AttnDims, BiasGeluOp, BiasResidualOp, KvAppendOp};
+        use super::cuda::{AttentionOp, BiasGeluOp, BiasResidualOp, KvAppendOp};
+        use crate::kernels::attention::AttnShape;
         let (b, t, _) = x.dims3()?;
         let missing = || candle_core::Error::Msg("fused path without GPU weights".into());
         let normed = blk.attn_norm.forward(x)?;
         let qkv = blk.qkv.forward_no_bias(&normed)?.contiguous()?;
         let qkv_bias = blk.qkv.device_bias().ok_or_else(missing)?.clone();
-        let dims = AttnDims {
+        let dims = AttnShape {
             batch: b,
             t,
             heads: self.cfg.n_head,

@@ -9,6 +9,8 @@ use candle_core::cuda_backend::{CudaDevice, CudaStorage, WrapErr};
 use candle_core::op::BackpropOp;
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, InplaceOp2, Layout, Result, Shape, Storage, Tensor};
 use std::sync::Mutex;
+// One call's geometry is the CPU kernels' (the same six numbers on either device).
+use crate::kernels::attention::AttnShape;
 use half::f16;
 
 const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/seqgpt_kernels.ptx"));
@@ -128,23 +130,10 @@ impl CustomOp3 for BiasResidualOp {
     }
 }
 
-/// Geometry of one attention call.
-#[derive(Clone, Copy, Debug)]
-pub struct AttnDims {
-    pub batch: usize,
-    pub t: usize,
-    pub heads: usize,
-    pub head_dim: usize,
-    /// Positions the cache tensors have room for.
-    pub cap: usize,
-    /// Positions already in the cache before this call.
-    pub past: usize,
-}
-
 /// Writes K (part 1) or V (part 2) of a fused QKV output, bias added, into a cache tensor
 /// `[batch, heads, cap, head_dim]` in place.
 pub struct KvAppendOp {
-    pub dims: AttnDims,
+    pub dims: AttnShape,
     pub part: i32,
     pub bias: Tensor,
 }
@@ -187,7 +176,7 @@ impl InplaceOp2 for KvAppendOp {
 /// `qkv_bias` (f16), `kpos` (`[batch, total]` f32, -1 for padding) and `slopes` (`[heads]`
 /// f32) ride along. Output `[batch, t, heads * head_dim]`.
 pub struct AttentionOp {
-    pub dims: AttnDims,
+    pub dims: AttnShape,
     pub qkv_bias: Tensor,
     pub kpos: Tensor,
     pub slopes: Tensor,

@@ -1,0 +1,382 @@
+//! The pipeline's driver: from an input and options to a [`Summary`], reporting progress and
+//! streamed text to an [`Observer`].
+//!
+//! Every step that costs CPU or disk (hashing, the cache, extraction, cleaning, ranking,
+//! chunking, tokenizing) runs on tokio's blocking threads, at most `cpu_concurrency` at once,
+//! never on the async threads that serve the bus. Cancelling is dropping the future (the
+//! generation handles it holds cancel their prompts when dropped) and setting the [`Cancel`]
+//! flag, which the blocking steps check between stages and inside their long loops.
+//!
+//! One file per concern: [`progress`] (what a job reports), [`read`] (pages to document),
+//! [`model_summary`] (chunks, prompts, map-reduce), [`prompts`] (prompts on the scheduler),
+//! [`tasks`] (SeqGPT's classification and span extraction); this file holds the pipeline,
+//! its settings and the summary's driver, with the cache and the ranker's fallback.
+
+mod model_summary;
+mod progress;
+mod prompts;
+mod read;
+mod tasks;
+#[cfg(test)]
+mod tests;
+
+pub use progress::{Ignore, Observer, Stage};
+pub use read::explain;
+
+use super::cache::{content_hash, CacheKey, SummaryCache};
+use super::document::{Anchor, Document};
+use super::extract::extract_pages;
+use super::prompt::Template;
+use super::rank::Ranker;
+use super::{Cancel, Language, Method, MethodChoice, Summary, SummaryError, SummaryOptions, SummaryStats};
+use crate::scheduler::{Scheduler, SchedulerError, TextEncoder};
+use read::{prepare, Pages};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+pub use crate::pdf::Limits as PdfLimits;
+
+/// The version of the extractive ranker, part of cache keys.
+const RANKER_VERSION: &str = "extractive-v2";
+
+/// What to summarize.
+#[derive(Debug)]
+pub enum Input {
+    /// Plain UTF-8 text; form feeds separate pages.
+    Text(String),
+    /// A PDF file's bytes. `permit`: a place among the extractions allowed at once
+    /// ([`Pipeline::extract_permit`]), when the caller took one before reading the file;
+    /// otherwise the pipeline takes one.
+    Pdf { bytes: Vec<u8>, permit: Option<OwnedSemaphorePermit> },
+}
+
+/// The model side of a pipeline: the scheduler over the model's engine (prompts go to it, and
+/// its events come back, as they are), and what the pipeline needs to know of the model.
+pub struct ModelSetup {
+    pub scheduler: Scheduler,
+    /// The model's tokenizer: chunks are measured in its tokens.
+    pub tokens: Arc<dyn TextEncoder>,
+    /// `general.name` (or the file's stem), and where the model runs.
+    pub name: String,
+    pub device: String,
+    pub template_name: String,
+    pub template: Template,
+    /// Why this template (logged, and shown in `seqgpt summarize --json`).
+    pub reason: String,
+    /// Identifies the model for cache keys (name, file size and time, template).
+    pub identity: String,
+}
+
+impl ModelSetup {
+    /// Tokens of `text` in the model's tokenizer (its characters if it cannot be encoded).
+    pub fn count_tokens(&self, text: &str) -> usize {
+        count_tokens(self.tokens.as_ref(), text)
+    }
+
+    /// Tokens of context (prompt and generated) one request may use.
+    pub fn context_length(&self) -> usize {
+        self.scheduler.context_length()
+    }
+}
+
+fn count_tokens(tokens: &dyn TextEncoder, text: &str) -> usize {
+    tokens.encode(text).map_or_else(|_| text.chars().count(), |ids| ids.len())
+}
+
+/// Tunables.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PipelineSettings {
+    /// A document that needs more chunks than this is first condensed by the extractive
+    /// ranker to what fits this many chunks (CPU time stays bounded for long documents).
+    pub max_model_chunks: usize,
+    /// How long to wait before submitting again when the model's queue is full.
+    pub busy_retry: Duration,
+    /// The PDF extractor's limits (file size, pages, decoded streams, operators).
+    pub pdf_limits: PdfLimits,
+    /// PDFs extracted at once (each holds its file and its decoded streams in memory).
+    pub extract_concurrency: usize,
+    /// Blocking steps (extraction, cleaning, ranking, chunking, tokenizing, cache I/O) run at
+    /// once, all requests together.
+    pub cpu_concurrency: usize,
+}
+
+impl Default for PipelineSettings {
+    fn default() -> Self {
+        PipelineSettings {
+            max_model_chunks: 16,
+            busy_retry: Duration::from_millis(25),
+            pdf_limits: PdfLimits::default(),
+            extract_concurrency: 2,
+            cpu_concurrency: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+}
+
+pub struct Pipeline {
+    model: Option<ModelSetup>,
+    cache: Option<Arc<SummaryCache>>,
+    settings: PipelineSettings,
+    extract_permits: Arc<Semaphore>,
+    cpu_permits: Arc<Semaphore>,
+}
+
+/// Most bytes of text per token a model prompt may hold before it is worth tokenizing: a
+/// text longer than the context times this cannot fit, whatever the tokenizer makes of it
+/// (BLOOM's tokens average about 4 bytes of English).
+pub const MAX_BYTES_PER_TOKEN: usize = 16;
+
+impl Pipeline {
+    pub fn new(model: Option<ModelSetup>, cache: Option<SummaryCache>, settings: PipelineSettings) -> Self {
+        if let Some(m) = &model {
+            tracing::info!("summary template '{}': {}", m.template_name, m.reason);
+        }
+        let extract_permits = Arc::new(Semaphore::new(settings.extract_concurrency.max(1)));
+        let cpu_permits = Arc::new(Semaphore::new(settings.cpu_concurrency.max(1)));
+        Pipeline { model, cache: cache.map(Arc::new), settings, extract_permits, cpu_permits }
+    }
+
+    /// Runs `work` on a blocking thread once one of the `cpu_concurrency` places is free;
+    /// `Cancelled` without running it when `cancel` is already set. The place is held until
+    /// `work` returns, also when the caller has stopped waiting (a cancelled job).
+    async fn blocking<T: Send + 'static>(
+        &self,
+        cancel: &Cancel,
+        work: impl FnOnce(&Cancel) -> Result<T, SummaryError> + Send + 'static,
+    ) -> Result<T, SummaryError> {
+        cancel.check()?;
+        let permit = self.cpu_permits.clone().acquire_owned().await.expect("the semaphore is never closed");
+        let cancel = cancel.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            cancel.check()?;
+            work(&cancel)
+        })
+        .await
+        .map_err(|e| SummaryError::Internal(format!("a summary step failed: {e}")))?
+    }
+
+    /// Waits for a place among the PDF extractions allowed at once.
+    pub async fn extract_permit(&self) -> OwnedSemaphorePermit {
+        self.extract_permits.clone().acquire_owned().await.expect("the semaphore is never closed")
+    }
+
+    pub fn settings(&self) -> &PipelineSettings {
+        &self.settings
+    }
+
+    pub fn model(&self) -> Option<&ModelSetup> {
+        self.model.as_ref()
+    }
+
+    pub fn cache(&self) -> Option<&SummaryCache> {
+        self.cache.as_deref()
+    }
+
+    /// Whether a request may use the cache (not with a password or no_cache, and only when a
+    /// cache is configured).
+    pub fn cacheable(&self, opts: &SummaryOptions) -> bool {
+        self.cache.is_some() && !opts.no_cache && opts.password.is_none()
+    }
+
+    /// The cache key of a request whose input hashes to `content` ([`content_hash`]), or
+    /// `None` when it must not be cached.
+    pub fn cache_key(&self, content: String, input_kind: &'static str, opts: &SummaryOptions) -> Option<CacheKey> {
+        if !self.cacheable(opts) {
+            return None;
+        }
+        let summarizer = match self.chosen_model(opts) {
+            Ok(Some(m)) => m.identity.clone(),
+            _ => RANKER_VERSION.to_string(),
+        };
+        Some(CacheKey {
+            content,
+            input_kind,
+            summarizer,
+            pages: opts.pages.as_ref().map(|r| (*r.start(), *r.end())),
+            length: opts.length,
+            language: opts.language.as_str().to_string(),
+            style: opts.style,
+            max_words: opts.word_budget(),
+        })
+    }
+
+
+    fn chosen_model(&self, opts: &SummaryOptions) -> Result<Option<&ModelSetup>, SummaryError> {
+        match (opts.method, &self.model) {
+            (MethodChoice::Extractive, _) => Ok(None),
+            (MethodChoice::Auto, m) => Ok(m.as_ref()),
+            (MethodChoice::Model, Some(m)) => Ok(Some(m)),
+            (MethodChoice::Model, None) => {
+                Err(SummaryError::ModelUnavailable("no model is loaded (method=model was asked); the extractive method is available".into()))
+            }
+        }
+    }
+
+    /// Summarizes `input`. The cache is consulted first and written after a deterministic
+    /// result. `cancel` stops the work (also the blocking steps left running when the future
+    /// is dropped): the result is then `Cancelled`.
+    pub async fn summarize(
+        &self,
+        input: Input,
+        opts: &SummaryOptions,
+        obs: &mut dyn Observer,
+        cancel: &Cancel,
+    ) -> Result<Summary, SummaryError> {
+        let started = Instant::now();
+        let model = self.chosen_model(opts)?;
+        let (input, key) = if self.cacheable(opts) {
+            // Hashing up to max_pdf_bytes takes a while.
+            let (input, hash) = self
+                .blocking(cancel, move |_| {
+                    let h = match &input {
+                        Input::Text(t) => content_hash(t.as_bytes()),
+                        Input::Pdf { bytes, .. } => content_hash(bytes),
+                    };
+                    Ok((input, h))
+                })
+                .await?;
+            let kind = if matches!(input, Input::Text(_)) { "text" } else { "pdf" };
+            let key = self.cache_key(hash, kind, opts);
+            (input, key)
+        } else {
+            (input, None)
+        };
+        if let (Some(k), Some(cache)) = (&key, &self.cache) {
+            let (k, cache) = (k.clone(), cache.clone());
+            if let Some(mut hit) = self.blocking(cancel, move |_| Ok(cache.get(&k))).await? {
+                hit.stats.elapsed_ms = started.elapsed().as_millis() as u64;
+                obs.partial(0, &hit.text);
+                return Ok(hit);
+            }
+        }
+        let mut extract_ms = 0;
+        let pages = match input {
+            Input::Text(t) => Pages::Text(t),
+            Input::Pdf { bytes, permit } => {
+                obs.progress(Stage::Extract, 0, 0);
+                let permit = match permit {
+                    Some(p) => p,
+                    None => self.extract_permit().await,
+                };
+                let (limits, o) = (self.settings.pdf_limits.clone(), opts.clone());
+                let t0 = Instant::now();
+                let extracted = self
+                    .blocking(cancel, move |cancel| {
+                        let r = extract_pages(&bytes, &o, &limits, cancel);
+                        drop(permit);
+                        r
+                    })
+                    .await?;
+                extract_ms = t0.elapsed().as_millis() as u64;
+                let n = extracted.pages.len() as u32;
+                obs.progress(Stage::Extract, n, n);
+                Pages::Pdf(extracted)
+            }
+        };
+        let o = opts.clone();
+        let prep = self.blocking(cancel, move |cancel| prepare(pages, &o, cancel)).await?;
+        let mut stats = SummaryStats {
+            page_count: prep.page_count,
+            pages: prep.pages,
+            paragraphs: prep.doc.prose().count() as u32,
+            sentences: prep.sentences,
+            input_chars: prep.input_chars,
+            edge_lines_removed: prep.doc.clean.edge_lines_removed as u32,
+            dehyphenated: prep.doc.clean.dehyphenated as u32,
+            warnings: prep.warnings.clone(),
+            extract_ms,
+            ..SummaryStats::default()
+        };
+        let language = match opts.language {
+            Language::Auto => prep.language,
+            l => l,
+        };
+        let doc = Arc::new(prep.doc);
+        let mut cacheable = true;
+        let ((text, sentences), method) = match model {
+            Some(m) => {
+                stats.model = m.name.clone();
+                stats.template = m.template_name.clone();
+                match self.model_summary(m, &doc, opts, language, &mut stats, obs, cancel).await {
+                    Ok(ModelOutcome::Summary(text, anchors)) => ((text, anchors), Method::Model),
+                    Ok(ModelOutcome::Unusable(reason)) => {
+                        tracing::info!("model answer not used: {reason}");
+                        stats.fallback = reason;
+                        (self.extractive(&doc, opts, obs, cancel).await?, Method::Extractive)
+                    }
+                    Err(ModelFailure::Stop(e)) => return Err(e),
+                    Err(ModelFailure::Failed(reason) | ModelFailure::TooLarge(reason)) => {
+                        tracing::warn!("model failed, answering with the extractive method: {reason}");
+                        stats.fallback = reason;
+                        // A transient failure: the next request may well get the model's answer.
+                        cacheable = false;
+                        (self.extractive(&doc, opts, obs, cancel).await?, Method::Extractive)
+                    }
+                }
+            }
+            None => (self.extractive(&doc, opts, obs, cancel).await?, Method::Extractive),
+        };
+        stats.elapsed_ms = started.elapsed().as_millis() as u64;
+        let summary = Summary { text, method, stats, sentences };
+        if let (true, Some(k), Some(cache)) = (cacheable, key, &self.cache) {
+            let (cache, entry) = (cache.clone(), summary.clone());
+            let stored = self.blocking(cancel, move |_| Ok(cache.put(&k, &entry).map_err(|e| (e, cache.dir().to_path_buf())))).await?;
+            if let Err((e, dir)) = stored {
+                tracing::warn!("summary cache: cannot store an entry in {}: {e}", dir.display());
+            }
+        }
+        Ok(summary)
+    }
+
+    /// The extractive summary and its anchors, reported as the `rank` stage and one partial
+    /// text.
+    async fn extractive(
+        &self,
+        doc: &Arc<Document>,
+        opts: &SummaryOptions,
+        obs: &mut dyn Observer,
+        cancel: &Cancel,
+    ) -> Result<(String, Vec<Anchor>), SummaryError> {
+        obs.progress(Stage::Rank, 0, 1);
+        let (d, o) = (doc.clone(), opts.clone());
+        let (text, anchors) = self
+            .blocking(cancel, move |cancel| {
+                let ranker = Ranker::new(&d, cancel)?;
+                let budget = o.word_budget();
+                let chosen = ranker.select(budget, |_| true);
+                Ok((ranker.render(&chosen, o.style, budget), ranker.anchors(&d, &chosen, budget)))
+            })
+            .await?;
+        obs.partial(0, &text);
+        obs.progress(Stage::Rank, 1, 1);
+        Ok((text, anchors))
+    }
+}
+
+enum ModelOutcome {
+    /// The summary, and the anchors of the document's sentences it quotes.
+    Summary(String, Vec<Anchor>),
+    /// The model ran but its answer cannot be used (deterministic: cacheable).
+    Unusable(String),
+}
+
+enum ModelFailure {
+    /// End the job with this error (cancelled, shutting down).
+    Stop(SummaryError),
+    /// The prompt does not fit the model; answer extractively (a summary) or refuse (a task).
+    TooLarge(String),
+    /// The model failed; answer extractively.
+    Failed(String),
+}
+
+impl ModelFailure {
+    fn from_scheduler(e: SchedulerError) -> Self {
+        match e {
+            SchedulerError::Cancelled => ModelFailure::Stop(SummaryError::Cancelled),
+            SchedulerError::ShuttingDown => ModelFailure::Stop(SummaryError::ShuttingDown),
+            SchedulerError::TooLarge(_) => ModelFailure::TooLarge(e.to_string()),
+            other => ModelFailure::Failed(other.to_string()),
+        }
+    }
+}
