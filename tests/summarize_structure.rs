@@ -7,10 +7,9 @@
 mod builder;
 
 use seqgpt::pdf::{extract_text, ExtractOptions};
-use seqgpt::summarize::document::Document;
+use seqgpt::summarize::document::{BlockKind, Document, SectionKind};
 use seqgpt::summarize::rank::{word_count, Ranker};
 use seqgpt::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
-use seqgpt::summarize::structure::{BlockKind, SectionKind};
 use seqgpt::summarize::{Cancel, SummaryOptions};
 
 /// One text line: font resource, size, x, y, text (a PDF literal string's inside).

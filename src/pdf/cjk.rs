@@ -145,14 +145,6 @@ pub(crate) fn collection_index(registry_ordering: &str) -> Option<usize> {
     COLLECTIONS.iter().position(|c| *c == registry_ordering)
 }
 
-/// The CID of a Unicode scalar in a collection (through its UniXX-UTF32-H CMap).
-pub(crate) fn unicode_to_cid(coll: usize, u: u32) -> Option<u32> {
-    let ranges = &data()?.collections.get(coll)?.uni2cid;
-    let end = ranges.partition_point(|r| r.lo <= u);
-    let r = ranges.get(end.checked_sub(1)?)?;
-    (r.hi >= u).then(|| r.cid.saturating_add(u - r.lo))
-}
-
 /// The Unicode character of a CID in a collection.
 pub(crate) fn cid_to_unicode(coll: usize, cid: u32) -> Option<char> {
     let u = *data()?.collections.get(coll)?.cid2uni.get(cid as usize)?;
@@ -184,7 +176,8 @@ fn build(name: &str, depth: usize) -> Option<Arc<CMap>> {
             return Some(m.clone());
         }
     }
-    let raw = data()?.cmaps.get(name)?;
+    let d = data()?;
+    let raw = d.cmaps.get(name)?;
     let parent = if raw.usecmap.is_empty() { None } else { build(&raw.usecmap, depth + 1) };
     let form = match raw.form {
         1 => Some(UnicodeForm::Ucs2),
@@ -198,7 +191,7 @@ fn build(name: &str, depth: usize) -> Option<Arc<CMap>> {
         raw.codespace.clone(),
         raw.ranges.clone(),
         parent,
-        form.map(|f| (f, raw.coll)),
+        form.and_then(|f| Some((f, d.collections.get(raw.coll)?.uni2cid.as_slice()))),
         COLLECTIONS.get(raw.coll).copied(),
     ));
     if let Ok(mut c) = cache.lock() {

@@ -1,8 +1,7 @@
 //! CMaps: ToUnicode maps (code -> Unicode) and encoding CMaps (code -> CID), embedded or
 //! predefined (see [`super::cjk`]).
 
-use super::cjk;
-use super::encoding::glyph_name_to_unicode;
+use super::encoding::{glyph_name_to_unicode, utf16be};
 use super::lexer::{Lexer, Operand, Token};
 use std::sync::Arc;
 
@@ -85,8 +84,9 @@ pub(crate) struct CMap {
     bf_chars: Vec<(u32, Box<str>)>,
     bf_ranges: Vec<BfRange>,
     pub(crate) parent: Option<Arc<CMap>>,
-    /// Predefined Unicode-based CMaps: (form, index of the collection in the CJK data).
-    pub(crate) unicode_form: Option<(UnicodeForm, usize)>,
+    /// Predefined Unicode-based CMaps: the form of their codes, and their collection's
+    /// Unicode -> CID ranges (sorted by `lo`; the CJK data's, decoded once and kept).
+    pub(crate) unicode_form: Option<(UnicodeForm, &'static [CidRange])>,
     /// Registry-Ordering of a predefined CMap's character collection, e.g. "Adobe-GB1".
     pub(crate) collection: Option<&'static str>,
 }
@@ -101,7 +101,7 @@ impl CMap {
         codespace: Vec<Codespace>,
         mut ranges: Vec<CidRange>,
         parent: Option<Arc<CMap>>,
-        unicode_form: Option<(UnicodeForm, usize)>,
+        unicode_form: Option<(UnicodeForm, &'static [CidRange])>,
         collection: Option<&'static str>,
     ) -> CMap {
         ranges.sort_by_key(|r| r.lo);
@@ -165,9 +165,9 @@ impl CMap {
             if let Some(r) = find_range(&cur.cid_ranges, code, |r| (r.lo, r.hi)) {
                 return Some(r.cid.saturating_add(code - r.lo));
             }
-            if let Some((form, coll)) = cur.unicode_form {
+            if let Some((form, table)) = cur.unicode_form {
                 if let Some(u) = decode_form(form, code, n) {
-                    if let Some(cid) = cjk::unicode_to_cid(coll, u) {
+                    if let Some(cid) = unicode_to_cid(table, u) {
                         return Some(cid);
                     }
                 }
@@ -232,6 +232,13 @@ fn find_range<T>(ranges: &[T], code: u32, key: impl Fn(&T) -> (u32, u32)) -> Opt
     ranges[..end].iter().rev().take(8).find(|r| key(r).1 >= code)
 }
 
+/// The CID of a Unicode scalar in a collection's sorted Unicode -> CID ranges.
+fn unicode_to_cid(ranges: &[CidRange], u: u32) -> Option<u32> {
+    let end = ranges.partition_point(|r| r.lo <= u);
+    let r = ranges.get(end.checked_sub(1)?)?;
+    (r.hi >= u).then(|| r.cid.saturating_add(u - r.lo))
+}
+
 fn decode_form(form: UnicodeForm, code: u32, n: usize) -> Option<u32> {
     match form {
         UnicodeForm::Ucs2 | UnicodeForm::Utf32 => Some(code),
@@ -260,13 +267,6 @@ fn code_of(bytes: &[u8]) -> Option<(u32, u8)> {
         return None;
     }
     Some((bytes.iter().fold(0u32, |a, &b| (a << 8) | u32::from(b)), bytes.len() as u8))
-}
-
-/// Decode a bf destination string: UTF-16BE (with surrogate pairs). Lone surrogates and
-/// other garbage become U+FFFD.
-pub(crate) fn utf16be(bytes: &[u8]) -> String {
-    let units = bytes.chunks(2).map(|c| if c.len() == 2 { u16::from_be_bytes([c[0], c[1]]) } else { u16::from(c[0]) });
-    char::decode_utf16(units).map(|r| r.unwrap_or('\u{fffd}')).collect()
 }
 
 fn bf_text(op: &Operand<'_>) -> Option<Box<str>> {

@@ -30,10 +30,17 @@ pub(crate) fn win_ansi() -> &'static NameTable {
     &tables::ENC_WIN_ANSI
 }
 
+/// Decode a bf destination string: UTF-16BE (with surrogate pairs). Lone surrogates and
+/// other garbage become U+FFFD.
+pub(crate) fn utf16be(bytes: &[u8]) -> String {
+    let units = bytes.chunks(2).map(|c| if c.len() == 2 { u16::from_be_bytes([c[0], c[1]]) } else { u16::from(c[0]) });
+    char::decode_utf16(units).map(|r| r.unwrap_or('\u{fffd}')).collect()
+}
+
 /// Decode a PDF text string: UTF-16BE or UTF-8 with a byte-order mark, else PDFDocEncoding.
 pub(crate) fn text_string(bytes: &[u8]) -> String {
     if let Some(rest) = bytes.strip_prefix(b"\xfe\xff") {
-        return super::cmap::utf16be(rest);
+        return utf16be(rest);
     }
     if let Some(rest) = bytes.strip_prefix(b"\xef\xbb\xbf") {
         return String::from_utf8_lossy(rest).into_owned();

@@ -7,9 +7,15 @@
 //! overlong sentence is cut inside a window of [`WINDOW_BYTES_PER_TOKEN`] bytes per token of
 //! the budget, never by counting the rest of the sentence again.
 
-use super::clean::Paragraph;
 use super::text::{is_cjk, join_pieces, split_sentences};
 use super::{Cancel, SummaryError};
+
+/// A paragraph of cleaned text and the page it starts on (1-based): what the chunker packs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paragraph {
+    pub text: String,
+    pub page: u32,
+}
 
 /// An overlong sentence is cut within its first `budget * WINDOW_BYTES_PER_TOKEN` bytes: a
 /// token covers at least one byte, so a budget's worth of bytes always fits, and tokens of

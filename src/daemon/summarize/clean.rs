@@ -6,26 +6,10 @@
 //! The input is what the PDF extractor produces (one text per page, with its layout lines),
 //! or plain text split into pages at form feeds (lines are its own lines).
 
-use super::document::{Line, Page};
-use super::text::is_cjk_letter;
+use super::document::{CleanStats, Line, Page};
+use super::text::{is_cjk_letter, joins_hyphenated};
 use super::{Cancel, SummaryError};
 use std::collections::{BTreeMap, BTreeSet};
-
-/// A paragraph of cleaned text and the page it starts on (1-based): what the chunker packs.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Paragraph {
-    pub text: String,
-    pub page: u32,
-}
-
-/// What cleaning removed, for the job's stats.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CleanStats {
-    /// Running header and footer lines and page numbers removed.
-    pub edge_lines_removed: usize,
-    /// Words rejoined across a hyphenated line break.
-    pub dehyphenated: usize,
-}
 
 /// Lines at the top and at the bottom of a page that may be running headers or footers.
 const EDGE_LINES: usize = 3;
@@ -108,16 +92,6 @@ pub fn lines_of(pages: &[Page], cancel: &Cancel) -> Result<(Vec<Line>, Vec<Strin
     }
     stats.dehyphenated = out.windows(2).filter(|w| !w[1].block_start && joins_hyphenated(&w[0].text, &w[1].text)).count();
     Ok((out, running_text.into_values().collect(), stats))
-}
-
-/// Whether a line ending in `prev` and the next line `next` join as one hyphenated word
-/// ("sum-" + "mary" -> "summary").
-pub fn joins_hyphenated(prev: &str, next: &str) -> bool {
-    let trimmed = prev.trim_end();
-    let mut chars = trimmed.chars().rev();
-    let (last, before) = (chars.next(), chars.next());
-    matches!((last, before, next.trim_start().chars().next()),
-        (Some('-' | '\u{2010}'), Some(b), Some(n)) if b.is_alphabetic() && !is_cjk_letter(b) && b.is_lowercase() && n.is_lowercase())
 }
 
 /// The normalized text of page bytes `start..end`, with its map back to the page

@@ -7,17 +7,101 @@
 //! A PDF's pages come with the extractor's layout lines (font sizes, faces, boxes); plain text
 //! is split into lines, and its structure is read from the text alone ([`super::structure`]).
 
-use super::clean::{self, CleanStats};
-use super::structure::{self, BlockKind, Section};
-use super::text::join_pieces;
+use super::chunk::Paragraph;
+use super::text::{join_pieces, joins_hyphenated};
 use serde::{Deserialize, Serialize};
 use std::ops::Range;
-
-pub use super::structure::SectionKind;
 
 /// A page of the input: the extractor's page (text and layout lines); plain text pages have
 /// no layout.
 pub use crate::pdf::PageText as Page;
+
+/// What a block is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockKind {
+    Prose,
+    /// A heading: its level (1 = section, 2 = subsection, ...).
+    Heading(u8),
+    ListItem,
+    /// Program code or console output.
+    Code,
+    /// Display mathematics.
+    Math,
+    /// A table or a grid of numbers.
+    Table,
+    /// A figure's or table's caption.
+    Caption,
+    Footnote,
+    /// An entry of a reference list or bibliography.
+    Reference,
+    /// A table of contents entry.
+    Contents,
+    /// Anything else (a lone label, a page decoration).
+    Other,
+}
+
+impl BlockKind {
+    /// Whether its sentences may be quoted in a summary.
+    pub fn is_prose(self) -> bool {
+        matches!(self, BlockKind::Prose | BlockKind::ListItem)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockKind::Prose => "prose",
+            BlockKind::Heading(_) => "heading",
+            BlockKind::ListItem => "list_item",
+            BlockKind::Code => "code",
+            BlockKind::Math => "math",
+            BlockKind::Table => "table",
+            BlockKind::Caption => "caption",
+            BlockKind::Footnote => "footnote",
+            BlockKind::Reference => "reference",
+            BlockKind::Contents => "contents",
+            BlockKind::Other => "other",
+        }
+    }
+}
+
+/// What a section is, from its heading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SectionKind {
+    /// Before the first heading.
+    Front,
+    Abstract,
+    Introduction,
+    Background,
+    Body,
+    /// Conclusions, summary, discussion, outlook.
+    Conclusion,
+    Acknowledgements,
+    References,
+    Appendix,
+    Contents,
+}
+
+/// A section: its heading and kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Section {
+    pub title: String,
+    /// 0 for the front matter, 1 for a section, 2 for a subsection ...
+    pub level: u8,
+    /// The kind of this section, or of the top-level section it is part of.
+    pub kind: SectionKind,
+    /// Index of its heading block (none for the front matter).
+    pub heading: Option<usize>,
+}
+
+/// What cleaning removed, for the job's stats.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CleanStats {
+    /// Running header and footer lines and page numbers removed.
+    pub edge_lines_removed: usize,
+    /// Words rejoined across a hyphenated line break.
+    pub dehyphenated: usize,
+}
 
 /// A line as the summarizer reads it.
 #[derive(Debug, Clone, PartialEq)]
@@ -106,19 +190,6 @@ pub struct Document {
 }
 
 impl Document {
-    /// Reads `pages`: lines, running headers and footers removed, blocks classified and
-    /// grouped into sections. `title` is the document's title when the caller knows it.
-    pub fn read(pages: Vec<Page>, title: &str, cancel: &super::Cancel) -> Result<Document, super::SummaryError> {
-        let (lines, running, clean) = clean::lines_of(&pages, cancel)?;
-        cancel.check()?;
-        let mut doc = Document { pages, lines, blocks: Vec::new(), sections: Vec::new(), title: title.trim().to_string(), clean };
-        if doc.title.is_empty() {
-            doc.title = running.into_iter().max_by_key(|r| r.split_whitespace().count().min(12)).unwrap_or_default();
-        }
-        structure::build(&mut doc, cancel)?;
-        Ok(doc)
-    }
-
     /// Joins lines `which` into one text, undoing hyphenation across line ends; returns the
     /// text and the joins of [`Block::joins`].
     pub fn join_lines(&self, which: &[usize]) -> (String, Vec<(u32, u32)>) {
@@ -133,7 +204,7 @@ impl Document {
                 text.push_str(line);
                 continue;
             }
-            if clean::joins_hyphenated(&text, line) {
+            if joins_hyphenated(&text, line) {
                 text.pop();
                 // The previous line lost its hyphen.
                 if let Some(last) = joins.last_mut() {
@@ -207,8 +278,8 @@ impl Document {
     }
 
     /// Prose paragraphs as (text, page) for the chunker.
-    pub fn prose_paragraphs(&self) -> Vec<super::clean::Paragraph> {
-        self.prose().map(|(_, b)| super::clean::Paragraph { text: b.text.clone(), page: b.page(self) }).collect()
+    pub fn prose_paragraphs(&self) -> Vec<Paragraph> {
+        self.prose().map(|(_, b)| Paragraph { text: b.text.clone(), page: b.page(self) }).collect()
     }
 }
 

@@ -1,6 +1,6 @@
 //! The summary pipeline: text in, summary out.
 //!
-//! [`extract`] (PDF) -> [`clean`] (lines: running headers/footers, page numbers, footnote
+//! [`extract`] (PDF) -> [`read`]: [`clean`] (lines: running headers/footers, page numbers, footnote
 //! marks, hyphenation) -> [`structure`] (block kinds, sections) -> [`document`] (blocks, and
 //! the way back to the page: anchors) -> [`chunk`] (prose in pieces that fit the model's
 //! prompt, counted in its tokens, CJK-aware) -> one prompt per chunk ([`prompt`]) submitted to
@@ -19,6 +19,7 @@ pub mod clean;
 pub mod document;
 pub mod extract;
 pub mod rank;
+pub mod read;
 pub mod pipeline;
 pub mod prompt;
 pub mod structure;

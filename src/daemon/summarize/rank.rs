@@ -24,7 +24,8 @@
 //!    the top candidates that fills it is taken instead (a small knapsack).
 
 use super::document::{Anchor, Document, SectionKind};
-use super::structure::{prose_share, BlockKind};
+use super::document::BlockKind;
+use super::structure::prose_share;
 use super::text::{is_cjk, is_cjk_letter, split_sentences, terms};
 use super::{Cancel, Length, Style, SummaryError};
 use std::collections::HashMap;

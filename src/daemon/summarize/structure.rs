@@ -10,88 +10,9 @@
 //! (introduction, conclusion, references ...) the ranker weighs.
 
 use super::clean::continues_across_page;
-use super::document::{Block, Document, Line};
+use super::document::{Block, BlockKind, Document, Line, Section, SectionKind};
 use super::text::{is_cjk, is_cjk_letter};
 use super::{Cancel, SummaryError};
-use serde::{Deserialize, Serialize};
-
-/// What a block is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BlockKind {
-    Prose,
-    /// A heading: its level (1 = section, 2 = subsection, ...).
-    Heading(u8),
-    ListItem,
-    /// Program code or console output.
-    Code,
-    /// Display mathematics.
-    Math,
-    /// A table or a grid of numbers.
-    Table,
-    /// A figure's or table's caption.
-    Caption,
-    Footnote,
-    /// An entry of a reference list or bibliography.
-    Reference,
-    /// A table of contents entry.
-    Contents,
-    /// Anything else (a lone label, a page decoration).
-    Other,
-}
-
-impl BlockKind {
-    /// Whether its sentences may be quoted in a summary.
-    pub fn is_prose(self) -> bool {
-        matches!(self, BlockKind::Prose | BlockKind::ListItem)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BlockKind::Prose => "prose",
-            BlockKind::Heading(_) => "heading",
-            BlockKind::ListItem => "list_item",
-            BlockKind::Code => "code",
-            BlockKind::Math => "math",
-            BlockKind::Table => "table",
-            BlockKind::Caption => "caption",
-            BlockKind::Footnote => "footnote",
-            BlockKind::Reference => "reference",
-            BlockKind::Contents => "contents",
-            BlockKind::Other => "other",
-        }
-    }
-}
-
-/// What a section is, from its heading.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SectionKind {
-    /// Before the first heading.
-    Front,
-    Abstract,
-    Introduction,
-    Background,
-    Body,
-    /// Conclusions, summary, discussion, outlook.
-    Conclusion,
-    Acknowledgements,
-    References,
-    Appendix,
-    Contents,
-}
-
-/// A section: its heading and kind.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Section {
-    pub title: String,
-    /// 0 for the front matter, 1 for a section, 2 for a subsection ...
-    pub level: u8,
-    /// The kind of this section, or of the top-level section it is part of.
-    pub kind: SectionKind,
-    /// Index of its heading block (none for the front matter).
-    pub heading: Option<usize>,
-}
 
 /// Reads the kind of a section from its title (numbering removed, any case).
 pub fn section_kind(title: &str) -> Option<SectionKind> {

@@ -298,6 +298,16 @@ fn stem(w: &str) -> String {
     w.to_string()
 }
 
+/// Whether a line ending in `prev` and the next line `next` join as one hyphenated word
+/// ("sum-" + "mary" -> "summary").
+pub fn joins_hyphenated(prev: &str, next: &str) -> bool {
+    let trimmed = prev.trim_end();
+    let mut chars = trimmed.chars().rev();
+    let (last, before) = (chars.next(), chars.next());
+    matches!((last, before, next.trim_start().chars().next()),
+        (Some('-' | '\u{2010}'), Some(b), Some(n)) if b.is_alphabetic() && !is_cjk_letter(b) && b.is_lowercase() && n.is_lowercase())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

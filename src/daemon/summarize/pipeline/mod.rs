@@ -7,7 +7,7 @@
 //! generation handles it holds cancel their prompts when dropped) and setting the [`Cancel`]
 //! flag, which the blocking steps check between stages and inside their long loops.
 //!
-//! One file per concern: [`progress`] (what a job reports), [`read`] (pages to document),
+//! One file per concern: [`progress`] (what a job reports), [`prepare`] (pages to document),
 //! [`model_summary`] (chunks, prompts, map-reduce), [`prompts`] (prompts on the scheduler),
 //! [`tasks`] (SeqGPT's classification and span extraction); this file holds the pipeline,
 //! its settings and the summary's driver, with the cache and the ranker's fallback.
@@ -15,13 +15,13 @@
 mod model_summary;
 mod progress;
 mod prompts;
-mod read;
+mod prepare;
 mod tasks;
 #[cfg(test)]
 mod tests;
 
 pub use progress::{Ignore, Observer, Stage};
-pub use read::explain;
+pub use prepare::explain;
 
 use super::cache::{content_hash, CacheKey, SummaryCache};
 use super::document::{Anchor, Document};
@@ -30,7 +30,7 @@ use super::prompt::Template;
 use super::rank::Ranker;
 use super::{Cancel, Language, Method, MethodChoice, Summary, SummaryError, SummaryOptions, SummaryStats};
 use crate::scheduler::{Scheduler, SchedulerError, TextEncoder};
-use read::{prepare, Pages};
+use prepare::{prepare, Pages};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};

@@ -3,8 +3,7 @@
 //! `quote` template) or the partial summaries merged by reduce prompts until one is left (an
 //! `instruction` template).
 
-use super::super::chunk::{chunk, Chunk};
-use super::super::clean::Paragraph;
+use super::super::chunk::{chunk, Chunk, Paragraph};
 use super::super::document::Document;
 use super::super::prompt::{chunk_sentences, quoted_sentences, Template, TemplateKind};
 use super::super::rank::{cut_to_words, render_sentences, Ranker};

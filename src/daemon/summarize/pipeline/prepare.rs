@@ -1,4 +1,4 @@
-//! Reading the document: the pages (split from text at form feeds, or the PDF extractor's),
+//! Preparing the document: the pages (split from text at form feeds, or the PDF extractor's),
 //! the requested pages among them, then lines, blocks and sections ([`Document::read`]), its
 //! language and counts; and `--explain`, which shows the ranker's view of what was read.
 
