@@ -9,5 +9,5 @@
 pub mod cli;
 
 pub use seqgpt_daemon::{app, config, scheduler, sd_notify, service, summarize};
-pub use seqgpt_engine::{device, engine, generate, gguf, kernels, model, quant, sysinfo, tokenizer};
+pub use seqgpt_engine::{arch, device, engine, generate, gguf, kernels, model, quant, sysinfo, tokenizer};
 pub use seqgpt_pdf as pdf;

@@ -9,6 +9,7 @@
 use crate::forward::{attention_bias, block_forward, layer_norm, Captures, Dims, LayerTensors, LayerWeights};
 use anyhow::{bail, Context};
 use candle_core::{Device, Tensor};
+use seqgpt_engine::arch::{self, Part};
 
 /// Hidden states of the calibration samples, advanced block by block.
 pub struct Calibration {
@@ -52,10 +53,10 @@ impl Calibration {
     /// Takes what it needs from tensors as they stream past (the token embedding and its
     /// LayerNorm), so the 1 GB embedding of a 560M model is not read twice.
     pub fn observe(&mut self, gguf_name: &str, data: &[f32]) {
-        match gguf_name {
-            "token_embd.weight" => self.emb_rows = Some(gather_rows(data, self.dims.hidden, &self.ids)),
-            "token_embd_norm.weight" => self.emb_norm_w = Some(data.to_vec()),
-            "token_embd_norm.bias" => self.emb_norm_b = Some(data.to_vec()),
+        match arch::parse(gguf_name) {
+            Some((arch::Tensor::TokenEmbd, _, Part::Weight)) => self.emb_rows = Some(gather_rows(data, self.dims.hidden, &self.ids)),
+            Some((arch::Tensor::TokenEmbdNorm, _, Part::Weight)) => self.emb_norm_w = Some(data.to_vec()),
+            Some((arch::Tensor::TokenEmbdNorm, _, Part::Bias)) => self.emb_norm_b = Some(data.to_vec()),
             _ => {}
         }
     }
@@ -68,15 +69,15 @@ impl Calibration {
         let h = self.dims.hidden;
         let rows = match self.emb_rows.take() {
             Some(r) => r,
-            None => gather_rows(&get("token_embd.weight")?, h, &self.ids),
+            None => gather_rows(&get(&arch::Tensor::TokenEmbd.weight())?, h, &self.ids),
         };
         let g = match self.emb_norm_w.take() {
             Some(v) => v,
-            None => get("token_embd_norm.weight")?,
+            None => get(&arch::Tensor::TokenEmbdNorm.weight())?,
         };
         let b = match self.emb_norm_b.take() {
             Some(v) => v,
-            None => get("token_embd_norm.bias")?,
+            None => get(&arch::Tensor::TokenEmbdNorm.name(0, Part::Bias))?,
         };
         let x = Tensor::from_vec(rows, (self.tokens(), h), &Device::Cpu)?;
         let g = Tensor::from_vec(g, h, &Device::Cpu)?;

@@ -23,6 +23,7 @@ use candle_core::safetensors::MmapedSafetensors;
 use candle_core::{DType, Device};
 use half::f16;
 use crate::convert::{reorder_qkv, CheckpointSource, ConvertError, Encoder, HfCheckpoint, TensorPlan, TensorSource};
+use seqgpt_engine::arch::{Part, Tensor};
 use seqgpt_engine::gguf::GgmlType;
 use seqgpt_engine::quant::quantize_row;
 use std::path::{Path, PathBuf};
@@ -212,14 +213,11 @@ impl AwqTensors {
 
 /// The HF linear and shape behind a GGUF matrix name, for block matrices.
 fn linear_of(plan: &TensorPlan) -> Option<(usize, String)> {
-    let rest = plan.name.strip_prefix("blk.")?;
-    let (i, tail) = rest.split_once('.')?;
-    let i: usize = i.parse().ok()?;
-    if !tail.ends_with(".weight") || !plan.is_matrix {
+    if !plan.tensor.in_block() || plan.part != Part::Weight || !plan.is_matrix {
         return None;
     }
     let prefix = plan.source.strip_suffix(".weight")?.to_string();
-    Some((i, prefix))
+    Some((plan.block, prefix))
 }
 
 /// Yields f32 tensors: AutoAWQ's dequantized weights (QKV rows reordered to [Q; K; V],
@@ -237,14 +235,14 @@ impl TensorSource for AutoAwqSource<'_> {
         let err = |e: anyhow::Error| ConvertError::Weights(format!("{}: {e:#}", plan.name));
         let (out, inp) = (plan.shape[0], plan.shape[1]);
         let mut w = self.awq.linear(&prefix, out, inp).map_err(err)?.dequantize();
-        if plan.name.ends_with(".ffn_down.weight") {
+        if plan.tensor == Tensor::FfnDown {
             if let Some(a) = self.awq.act_scales(i, inp).map_err(err)? {
                 for row in w.chunks_mut(inp) {
                     row.iter_mut().zip(&a).for_each(|(v, a)| *v /= a);
                 }
             }
         }
-        if plan.name.contains(".attn_qkv.") {
+        if plan.tensor == Tensor::AttnQkv {
             let c = &self.ckpt.config;
             w = reorder_qkv(&w, c.n_head, c.hidden / c.n_head, inp);
         }
@@ -265,7 +263,7 @@ pub struct AutoAwqEncoder<'a> {
 impl AutoAwqEncoder<'_> {
     fn folded(&self, plan: &TensorPlan) -> bool {
         match linear_of(plan) {
-            Some((i, _)) if plan.name.ends_with(".ffn_down.weight") => {
+            Some((i, _)) if plan.tensor == Tensor::FfnDown => {
                 self.awq.act_scales(i, plan.shape[1]).map(|a| a.is_some()).unwrap_or(true)
             }
             _ => false,
@@ -294,7 +292,7 @@ impl Encoder for AutoAwqEncoder<'_> {
         if let (Some((_, prefix)), GgmlType::Q4_1, false) = (linear_of(plan), dtype, self.folded(plan)) {
             let (o, inp) = (plan.shape[0], plan.shape[1]);
             let ql = self.awq.linear(&prefix, o, inp).map_err(|e| ConvertError::Weights(format!("{}: {e:#}", plan.name)))?;
-            let rows: Vec<usize> = if plan.name.contains(".attn_qkv.") {
+            let rows: Vec<usize> = if plan.tensor == Tensor::AttnQkv {
                 let c = &self.ckpt.config;
                 let rows: Vec<f32> = (0..o).map(|r| r as f32).collect();
                 reorder_qkv(&rows, c.n_head, c.hidden / c.n_head, 1).into_iter().map(|r| r as usize).collect()

@@ -20,6 +20,7 @@ use candle_core::{Device, Tensor};
 use rayon::prelude::*;
 use crate::convert::{bloom_plan, CheckpointSource, HfCheckpoint, TensorPlan, TensorSource};
 use seqgpt_engine::engine::Engine;
+use seqgpt_engine::arch::{Part, Tensor as ArchTensor};
 use seqgpt_engine::gguf::GgmlType;
 use seqgpt_engine::model::Logits;
 use seqgpt_engine::quant::{dequantize_row, quantize_row};
@@ -180,7 +181,7 @@ impl SimMethod {
 
 /// The GGUF plans of a checkpoint by name.
 pub fn plans_by_name(ckpt: &HfCheckpoint) -> HashMap<String, TensorPlan> {
-    let separate_head = ckpt.has("lm_head.weight") && !ckpt.config.tie_word_embeddings;
+    let separate_head = ckpt.has(&ArchTensor::Output.hf_name(0, Part::Weight)) && !ckpt.config.tie_word_embeddings;
     bloom_plan(&ckpt.config, separate_head).into_iter().map(|p| (p.name.clone(), p)).collect()
 }
 
@@ -231,10 +232,10 @@ pub fn simulate(
         }
     }
     let h = d.hidden;
-    let emb = get("token_embd.weight")?;
+    let emb = get(&ArchTensor::TokenEmbd.weight())?;
     let emb_q = fake_quant_matrix(embd_type, &emb, h)?;
-    let norm_w = get("token_embd_norm.weight")?;
-    let norm_b = get("token_embd_norm.bias")?;
+    let norm_w = get(&ArchTensor::TokenEmbdNorm.weight())?;
+    let norm_b = get(&ArchTensor::TokenEmbdNorm.name(0, Part::Bias))?;
     let vec_t = |v: &[f32]| Tensor::from_slice(v, v.len(), &Device::Cpu);
     let (gw, gb) = (vec_t(&norm_w)?, vec_t(&norm_b)?);
     let embed = |table: &[f32], ids: &[u32]| -> anyhow::Result<Tensor> {
@@ -246,9 +247,9 @@ pub fn simulate(
     let mut calibration = match method {
         SimMethod::Awq(_) => {
             let mut c = Calibration::new(d, calib)?;
-            c.observe("token_embd.weight", &emb);
-            c.observe("token_embd_norm.weight", &norm_w);
-            c.observe("token_embd_norm.bias", &norm_b);
+            c.observe(&ArchTensor::TokenEmbd.weight(), &emb);
+            c.observe(&ArchTensor::TokenEmbdNorm.weight(), &norm_w);
+            c.observe(&ArchTensor::TokenEmbdNorm.name(0, Part::Bias), &norm_b);
             c.ensure_started(&mut get)?;
             Some(c)
         }
@@ -286,8 +287,8 @@ pub fn simulate(
         }
     }
     progress.set_message("logits");
-    let (fw, fb) = (vec_t(&get("output_norm.weight")?)?, vec_t(&get("output_norm.bias")?)?);
-    let (head, head_q) = match plans.get("output.weight") {
+    let (fw, fb) = (vec_t(&get(&ArchTensor::OutputNorm.weight())?)?, vec_t(&get(&ArchTensor::OutputNorm.name(0, Part::Bias))?)?);
+    let (head, head_q) = match plans.get(&ArchTensor::Output.weight()) {
         Some(p) => {
             let w = src_tensor(ckpt, p)?;
             let wq = fake_quant_matrix(embd_type, &w, h)?;
@@ -327,9 +328,9 @@ pub fn head_sweep(ckpt: &HfCheckpoint, types: &[GgmlType], prompts: &[Vec<u32>],
         let plan = plans.get(name).with_context(|| format!("no tensor {name} in the plan"))?;
         Ok(src.tensor(plan)?)
     };
-    let emb = get("token_embd.weight")?;
+    let emb = get(&ArchTensor::TokenEmbd.weight())?;
     let vec_t = |v: &[f32]| Tensor::from_slice(v, v.len(), &Device::Cpu);
-    let (gw, gb) = (vec_t(&get("token_embd_norm.weight")?)?, vec_t(&get("token_embd_norm.bias")?)?);
+    let (gw, gb) = (vec_t(&get(&ArchTensor::TokenEmbdNorm.weight())?)?, vec_t(&get(&ArchTensor::TokenEmbdNorm.name(0, Part::Bias))?)?);
     let mut xs: Vec<Tensor> = prompts
         .iter()
         .map(|p| -> anyhow::Result<Tensor> {
@@ -346,9 +347,9 @@ pub fn head_sweep(ckpt: &HfCheckpoint, types: &[GgmlType], prompts: &[Vec<u32>],
         }
         progress.inc(1);
     }
-    let (fw, fb) = (vec_t(&get("output_norm.weight")?)?, vec_t(&get("output_norm.bias")?)?);
+    let (fw, fb) = (vec_t(&get(&ArchTensor::OutputNorm.weight())?)?, vec_t(&get(&ArchTensor::OutputNorm.name(0, Part::Bias))?)?);
     let finals: Vec<Tensor> = xs.iter().map(|x| layer_norm(x, &fw, &fb, d.eps)).collect::<candle_core::Result<_>>()?;
-    let head = match plans.get("output.weight") {
+    let head = match plans.get(&ArchTensor::Output.weight()) {
         Some(p) => src_tensor(ckpt, p)?,
         None => emb,
     };

@@ -7,9 +7,20 @@
 //! Weights are in GGUF layout: the QKV rows are [Q; K; V] (llama.cpp's order), so a layer
 //! loaded through the converter's `TensorSource` runs as is. Sequences here have no
 //! padding (calibration blocks and evaluation prompts are whole).
+//!
+//! Why not the engine's forward: AWQ's search runs each block some hundred times over f32
+//! weights it rescales and fake-quantizes between runs, and needs the input of every linear
+//! (the activations it weighs channels by). The engine runs the weights as a GGUF mapping
+//! holds them (packed ggml blocks on the CPU, f16 copies on a GPU) behind a KV cache, and
+//! reports only logits; giving it mutable f32 weights and activation hooks would put
+//! quantizer-only paths into inference. What the two share is the definition: tensor names
+//! and keys ([`seqgpt_engine::arch`]), the ALiBi slopes (`model::bloom::alibi_slopes`), and
+//! a test that holds them to each other (`simulation_matches_the_written_file`: this
+//! forward's KL against f32 within 1% of the engine's on the written file).
 
 use anyhow::Context;
 use candle_core::{Device, Tensor, D};
+use seqgpt_engine::arch::{self, Part};
 
 /// The shape of a BLOOM model.
 #[derive(Debug, Clone, Copy)]
@@ -48,29 +59,16 @@ pub struct LayerWeights {
     pub act_scale: Option<Vec<f32>>,
 }
 
-/// The GGUF tensor suffixes of a block (after `blk.N.`), in file order.
-pub const LAYER_TENSORS: [&str; 12] = [
-    "attn_norm.weight",
-    "attn_norm.bias",
-    "attn_qkv.weight",
-    "attn_qkv.bias",
-    "attn_output.weight",
-    "attn_output.bias",
-    "ffn_norm.weight",
-    "ffn_norm.bias",
-    "ffn_up.weight",
-    "ffn_up.bias",
-    "ffn_down.weight",
-    "ffn_down.bias",
-];
-
 impl LayerWeights {
-    /// Loads block `i` through `get(gguf_name)`.
+    /// Loads block `i` through `get(gguf_name)`, in file order ([`arch::BLOCK`], weight then
+    /// bias).
     pub fn load(i: usize, mut get: impl FnMut(&str) -> anyhow::Result<Vec<f32>>) -> anyhow::Result<Self> {
         let mut v: Vec<Vec<f32>> = Vec::with_capacity(12);
-        for suffix in LAYER_TENSORS {
-            let name = format!("blk.{i}.{suffix}");
-            v.push(get(&name).with_context(|| format!("loading {name}"))?);
+        for t in arch::BLOCK {
+            for &part in t.parts() {
+                let name = t.name(i, part);
+                v.push(get(&name).with_context(|| format!("loading {name}"))?);
+            }
         }
         let mut it = v.into_iter();
         let mut next = || it.next().expect("12 tensors");
@@ -91,21 +89,22 @@ impl LayerWeights {
         })
     }
 
-    /// The tensor with GGUF suffix `suffix` (see [`LAYER_TENSORS`]).
-    pub fn tensor(&self, suffix: &str) -> Option<&[f32]> {
-        Some(match suffix {
-            "attn_norm.weight" => &self.attn_norm_w,
-            "attn_norm.bias" => &self.attn_norm_b,
-            "attn_qkv.weight" => &self.qkv_w,
-            "attn_qkv.bias" => &self.qkv_b,
-            "attn_output.weight" => &self.out_w,
-            "attn_output.bias" => &self.out_b,
-            "ffn_norm.weight" => &self.ffn_norm_w,
-            "ffn_norm.bias" => &self.ffn_norm_b,
-            "ffn_up.weight" => &self.up_w,
-            "ffn_up.bias" => &self.up_b,
-            "ffn_down.weight" => &self.down_w,
-            "ffn_down.bias" => &self.down_b,
+    /// One of the block's tensors (`None` for a tensor outside the blocks).
+    pub fn tensor(&self, t: arch::Tensor, part: Part) -> Option<&[f32]> {
+        use arch::Tensor as T;
+        Some(match (t, part) {
+            (T::AttnNorm, Part::Weight) => &self.attn_norm_w,
+            (T::AttnNorm, Part::Bias) => &self.attn_norm_b,
+            (T::AttnQkv, Part::Weight) => &self.qkv_w,
+            (T::AttnQkv, Part::Bias) => &self.qkv_b,
+            (T::AttnOutput, Part::Weight) => &self.out_w,
+            (T::AttnOutput, Part::Bias) => &self.out_b,
+            (T::FfnNorm, Part::Weight) => &self.ffn_norm_w,
+            (T::FfnNorm, Part::Bias) => &self.ffn_norm_b,
+            (T::FfnUp, Part::Weight) => &self.up_w,
+            (T::FfnUp, Part::Bias) => &self.up_b,
+            (T::FfnDown, Part::Weight) => &self.down_w,
+            (T::FfnDown, Part::Bias) => &self.down_b,
             _ => return None,
         })
     }

@@ -91,12 +91,6 @@ pub struct AwqSource<'a> {
     progress: Progress,
 }
 
-/// `blk.N.suffix` -> (N, suffix).
-fn block_tensor(name: &str) -> Option<(usize, &str)> {
-    let (i, suffix) = name.strip_prefix("blk.")?.split_once('.')?;
-    Some((i.parse().ok()?, suffix))
-}
-
 impl<'a> AwqSource<'a> {
     pub fn new(ckpt: &'a HfCheckpoint, cfg: AwqConfig, samples: &[Vec<u32>], progress: Progress) -> anyhow::Result<Self> {
         let dims = dims_of(ckpt);
@@ -155,12 +149,13 @@ impl<'a> AwqSource<'a> {
 
 impl TensorSource for AwqSource<'_> {
     fn tensor(&mut self, plan: &TensorPlan) -> Result<Vec<f32>, ConvertError> {
-        if let Some((i, suffix)) = block_tensor(&plan.name) {
+        if plan.tensor.in_block() {
+            let i = plan.block;
             if self.current.as_ref().map(|c| c.0) != Some(i) {
                 self.process(i).map_err(|e| ConvertError::Other(format!("AWQ, block {i}: {e:#}")))?;
             }
             let (_, w) = self.current.as_ref().expect("processed");
-            return w.tensor(suffix).map(<[f32]>::to_vec).ok_or_else(|| ConvertError::Other(format!("no tensor {}", plan.name)));
+            return w.tensor(plan.tensor, plan.part).map(<[f32]>::to_vec).ok_or_else(|| ConvertError::Other(format!("no tensor {}", plan.name)));
         }
         let data = self.inner.tensor(plan)?;
         self.calib.observe(&plan.name, &data);

@@ -22,6 +22,7 @@ use anyhow::bail;
 use half::f16;
 use rayon::prelude::*;
 use crate::convert::{ConvertError, Encoder, TensorPlan};
+use seqgpt_engine::arch::Tensor;
 use seqgpt_engine::gguf::GgmlType;
 use seqgpt_engine::quant::{
     dequantize_row, encode_q4_0_with, encode_q4_1_with, encode_q5_0_with, encode_q5_1_with, encode_q8_0_with, min_max,
@@ -141,9 +142,9 @@ pub struct GroupEncoder {
 
 impl Encoder for GroupEncoder {
     fn dtype(&self, plan: &TensorPlan) -> GgmlType {
-        match (plan.is_matrix, plan.name.as_str()) {
+        match (plan.is_matrix, plan.tensor) {
             (false, _) => GgmlType::F32,
-            (true, "token_embd.weight" | "output.weight") => {
+            (true, Tensor::TokenEmbd | Tensor::Output) => {
                 if plan.shape[1] % self.embd_type.block_elems() == 0 {
                     self.embd_type
                 } else {
@@ -163,7 +164,7 @@ impl Encoder for GroupEncoder {
     fn encode(&mut self, plan: &TensorPlan, data: &[f32]) -> Result<Vec<u8>, ConvertError> {
         let dtype = self.dtype(plan);
         let cols = *plan.shape.last().unwrap_or(&1);
-        let group_coded = plan.is_matrix && dtype == self.weights.dtype && !plan.name.starts_with("token_embd") && plan.name != "output.weight";
+        let group_coded = plan.is_matrix && dtype == self.weights.dtype && !matches!(plan.tensor, Tensor::TokenEmbd | Tensor::Output);
         if !group_coded {
             let mut out = Vec::new();
             for row in data.chunks(cols) {

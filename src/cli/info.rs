@@ -1,6 +1,7 @@
 //! `seqgpt info`: the device, its memory, the Jetson model if any, and where each part of a
 //! model would run (the placement plan).
 
+use crate::arch::Tensor;
 use crate::gguf::GgufFile;
 use crate::model::BloomConfig;
 use anyhow::Context;
@@ -26,19 +27,20 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
         let file = GgufFile::open(path).with_context(|| format!("reading {}", path.display()))?;
         let cfg = BloomConfig::from_gguf(&file)?;
         let place = if device.is_cpu() { "cpu" } else { "gpu" };
+        let embd_name = Tensor::TokenEmbd.weight();
         let mut gpu_bytes = 0u64;
         for t in &file.tensors {
-            let here = if t.name == "token_embd.weight" { "cpu (rows gathered from the mapping)" } else { place };
+            let here = if t.name == embd_name { "cpu (rows gathered from the mapping)" } else { place };
             if here == "gpu" {
                 gpu_bytes += t.byte_len;
             }
             plan.push(serde_json::json!({"tensor": t.name, "type": t.dtype.name(), "bytes": t.byte_len, "device": here}));
         }
-        if file.tensor("output.weight").is_none() {
+        if file.tensor(&Tensor::Output.weight()).is_none() {
             let head = if device.is_cpu() {
                 "cpu (tied: token_embd read in place)".to_string()
             } else {
-                let embd = file.require("token_embd.weight")?;
+                let embd = file.require(&embd_name)?;
                 let q = if embd.dtype.is_quantized() { embd.dtype.name() } else { "q8_0" };
                 format!("gpu ({q} copy of the tied token_embd)")
             };

@@ -66,7 +66,7 @@ fn load_model(
     };
     let name = engine
         .file
-        .get("general.name")
+        .get(crate::arch::key::NAME)
         .and_then(|v| v.as_str())
         .map(str::to_string)
         .unwrap_or_else(|| path.file_stem().map_or("model".into(), |s| s.to_string_lossy().into_owned()));

@@ -15,5 +15,5 @@ pub mod sd_notify;
 pub mod service;
 pub mod summarize;
 
-pub use seqgpt_engine::{device, engine, generate, gguf, model, sysinfo, tokenizer};
+pub use seqgpt_engine::{arch, device, engine, generate, gguf, model, sysinfo, tokenizer};
 pub use seqgpt_pdf as pdf;

@@ -7,6 +7,7 @@
 //! the fused CUDA kernels), [`generate`] (batched decoding, beams, sampling), [`tokenizer`],
 //! [`device`] (placement), [`engine`] (file + model + tokenizer), [`sysinfo`] (the machine).
 
+pub mod arch;
 pub mod device;
 pub mod engine;
 pub mod generate;

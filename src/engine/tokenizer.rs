@@ -6,6 +6,7 @@
 //! the first call that needs the tokenizer waits for it. Model loading and everything that
 //! works on token ids go ahead meanwhile.
 
+use crate::arch::key;
 use crate::gguf::GgufFile;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
@@ -33,7 +34,7 @@ pub struct Tokenizer {
 impl Tokenizer {
     /// Starts parsing the embedded tokenizer in the background.
     pub fn from_gguf(file: &GgufFile) -> Result<Self, TokenizerError> {
-        let json = file.get("tokenizer.huggingface.json").and_then(|v| v.as_str()).ok_or(TokenizerError::Missing)?.to_string();
+        let json = file.get(key::HF_TOKENIZER_JSON).and_then(|v| v.as_str()).ok_or(TokenizerError::Missing)?.to_string();
         let parsed = Arc::new(OnceLock::new());
         let slot = parsed.clone();
         let loader = std::thread::Builder::new()
@@ -47,10 +48,10 @@ impl Tokenizer {
         Ok(Self {
             parsed,
             loader: Mutex::new(Some(loader)),
-            eos_id: id("tokenizer.ggml.eos_token_id"),
-            bos_id: id("tokenizer.ggml.bos_token_id"),
-            pad_id: id("tokenizer.ggml.padding_token_id"),
-            ggml_tokens: file.get("tokenizer.ggml.tokens").and_then(|v| v.as_array()).map(<[_]>::len),
+            eos_id: id(key::EOS_ID),
+            bos_id: id(key::BOS_ID),
+            pad_id: id(key::PADDING_ID),
+            ggml_tokens: file.get(key::TOKENS).and_then(|v| v.as_array()).map(<[_]>::len),
         })
     }
 

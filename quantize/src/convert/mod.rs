@@ -12,6 +12,7 @@ pub mod checkpoint;
 pub mod tokenizer_meta;
 
 use seqgpt_engine::gguf::{file_type_for, GgmlType, GgufError, GgufWriter, MetadataValue, TensorSpec};
+use seqgpt_engine::arch::{self, key, Part, Tensor, ARCH};
 use seqgpt_engine::quant::quantize_row;
 pub use checkpoint::{HfBloomConfig, HfCheckpoint};
 use std::path::Path;
@@ -41,40 +42,44 @@ pub struct TensorPlan {
     pub source: String,
     /// A 2-D weight matrix (quantizable), as opposed to a norm or bias vector.
     pub is_matrix: bool,
+    /// What it is: the architecture's tensor, its block (0 outside the blocks) and part.
+    pub tensor: Tensor,
+    pub block: usize,
+    pub part: Part,
 }
 
 /// The tensors of a BLOOM GGUF file, in file order.
 pub fn bloom_plan(cfg: &HfBloomConfig, has_separate_head: bool) -> Vec<TensorPlan> {
     let h = cfg.hidden;
     let mut plan = Vec::new();
-    let mut add = |name: String, shape: Vec<usize>, source: String| {
-        let is_matrix = shape.len() == 2;
-        plan.push(TensorPlan { name, shape, source, is_matrix });
+    // The weight's shape, [out, in] for a matrix; a bias is [out].
+    let shape = |t: Tensor| -> Vec<usize> {
+        match t {
+            Tensor::TokenEmbd | Tensor::Output => vec![cfg.vocab_size, h],
+            Tensor::AttnQkv => vec![3 * h, h],
+            Tensor::AttnOutput => vec![h, h],
+            Tensor::FfnUp => vec![4 * h, h],
+            Tensor::FfnDown => vec![h, 4 * h],
+            Tensor::TokenEmbdNorm | Tensor::AttnNorm | Tensor::FfnNorm | Tensor::OutputNorm => vec![h],
+        }
     };
-    add("token_embd.weight".into(), vec![cfg.vocab_size, h], "word_embeddings.weight".into());
-    for p in ["weight", "bias"] {
-        add(format!("token_embd_norm.{p}"), vec![h], format!("word_embeddings_layernorm.{p}"));
-    }
+    let mut add_tensor = |t: Tensor, block: usize| {
+        for &part in t.parts() {
+            let shape = if part == Part::Weight { shape(t) } else { vec![shape(t)[0]] };
+            let (name, source, is_matrix) = (t.name(block, part), t.hf_name(block, part), shape.len() == 2);
+            plan.push(TensorPlan { name, shape, source, is_matrix, tensor: t, block, part });
+        }
+    };
+    add_tensor(Tensor::TokenEmbd, 0);
+    add_tensor(Tensor::TokenEmbdNorm, 0);
     for i in 0..cfg.n_layer {
-        let parts: [(&str, &str, Vec<usize>); 6] = [
-            ("attn_norm", "input_layernorm", vec![h]),
-            ("attn_qkv", "self_attention.query_key_value", vec![3 * h, h]),
-            ("attn_output", "self_attention.dense", vec![h, h]),
-            ("ffn_norm", "post_attention_layernorm", vec![h]),
-            ("ffn_up", "mlp.dense_h_to_4h", vec![4 * h, h]),
-            ("ffn_down", "mlp.dense_4h_to_h", vec![h, 4 * h]),
-        ];
-        for (gguf, hf, shape) in parts {
-            let out = shape[0];
-            add(format!("blk.{i}.{gguf}.weight"), shape, format!("h.{i}.{hf}.weight"));
-            add(format!("blk.{i}.{gguf}.bias"), vec![out], format!("h.{i}.{hf}.bias"));
+        for t in arch::BLOCK {
+            add_tensor(t, i);
         }
     }
-    for p in ["weight", "bias"] {
-        add(format!("output_norm.{p}"), vec![h], format!("ln_f.{p}"));
-    }
+    add_tensor(Tensor::OutputNorm, 0);
     if has_separate_head {
-        add("output.weight".into(), vec![cfg.vocab_size, h], "lm_head.weight".into());
+        add_tensor(Tensor::Output, 0);
     }
     plan
 }
@@ -109,7 +114,7 @@ impl TensorSource for CheckpointSource<'_> {
         let t = self.ckpt.load(&plan.source, &plan.shape)?;
         let wrap = |e: candle_core::Error| ConvertError::Weights(format!("{}: {e}", plan.name));
         let data: Vec<f32> = t.flatten_all().and_then(|t| t.to_vec1()).map_err(wrap)?;
-        if plan.name.contains(".attn_qkv.") {
+        if plan.tensor == Tensor::AttnQkv {
             let cfg = &self.ckpt.config;
             Ok(reorder_qkv(&data, cfg.n_head, cfg.hidden / cfg.n_head, *plan.shape.get(1).unwrap_or(&1)))
         } else {
@@ -139,9 +144,9 @@ pub struct TypePlan {
 
 impl Encoder for TypePlan {
     fn dtype(&self, plan: &TensorPlan) -> GgmlType {
-        let want = match (plan.is_matrix, plan.name.as_str()) {
+        let want = match (plan.is_matrix, plan.tensor) {
             (false, _) => return GgmlType::F32,
-            (true, "token_embd.weight" | "output.weight") => self.embd_type,
+            (true, Tensor::TokenEmbd | Tensor::Output) => self.embd_type,
             (true, _) => self.wtype,
         };
         // A row that is not whole blocks cannot be block-quantized: keep it f16.
@@ -157,19 +162,19 @@ impl Encoder for TypePlan {
 pub fn bloom_metadata(cfg: &HfBloomConfig, file_type: GgmlType, name: &str) -> Vec<(String, MetadataValue)> {
     let u = |v: usize| MetadataValue::U32(v as u32);
     let mut meta = vec![
-        ("general.architecture".to_string(), "bloom".into()),
-        ("general.name".to_string(), name.into()),
-        ("general.file_type".to_string(), MetadataValue::U32(file_type_for(file_type))),
-        ("bloom.context_length".to_string(), u(cfg.context_length)),
-        ("bloom.embedding_length".to_string(), u(cfg.hidden)),
-        ("bloom.feed_forward_length".to_string(), u(4 * cfg.hidden)),
-        ("bloom.block_count".to_string(), u(cfg.n_layer)),
-        ("bloom.attention.head_count".to_string(), u(cfg.n_head)),
-        ("bloom.attention.head_count_kv".to_string(), u(cfg.n_head)),
-        ("bloom.attention.layer_norm_epsilon".to_string(), MetadataValue::F32(cfg.layer_norm_eps as f32)),
+        (key::ARCHITECTURE.to_string(), ARCH.into()),
+        (key::NAME.to_string(), name.into()),
+        (key::FILE_TYPE.to_string(), MetadataValue::U32(file_type_for(file_type))),
+        (key::CONTEXT_LENGTH.to_string(), u(cfg.context_length)),
+        (key::EMBEDDING_LENGTH.to_string(), u(cfg.hidden)),
+        (key::FEED_FORWARD_LENGTH.to_string(), u(4 * cfg.hidden)),
+        (key::BLOCK_COUNT.to_string(), u(cfg.n_layer)),
+        (key::HEAD_COUNT.to_string(), u(cfg.n_head)),
+        (key::HEAD_COUNT_KV.to_string(), u(cfg.n_head)),
+        (key::LAYER_NORM_EPSILON.to_string(), MetadataValue::F32(cfg.layer_norm_eps as f32)),
     ];
     if file_type.is_quantized() {
-        meta.push(("general.quantization_version".to_string(), MetadataValue::U32(2)));
+        meta.push((key::QUANTIZATION_VERSION.to_string(), MetadataValue::U32(2)));
     }
     meta
 }
@@ -192,11 +197,11 @@ pub fn write_gguf(
     mut progress: impl FnMut(usize, usize),
 ) -> Result<ConvertSummary, ConvertError> {
     let cfg = &ckpt.config;
-    let separate_head = ckpt.has("lm_head.weight") && !cfg.tie_word_embeddings;
+    let separate_head = ckpt.has(&Tensor::Output.hf_name(0, Part::Weight)) && !cfg.tie_word_embeddings;
     let plan = bloom_plan(cfg, separate_head);
     let main_type = plan
         .iter()
-        .find(|p| p.name == "blk.0.attn_qkv.weight")
+        .find(|p| p.name == Tensor::AttnQkv.name(0, Part::Weight))
         .map_or(GgmlType::F32, |p| encoder.dtype(p));
     let name = cfg
         .name

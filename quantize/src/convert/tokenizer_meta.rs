@@ -4,6 +4,7 @@
 
 use super::checkpoint::HfCheckpoint;
 use super::ConvertError;
+use seqgpt_engine::arch::key;
 use seqgpt_engine::gguf::{MetadataValue, ValueType};
 
 /// llama.cpp's token types.
@@ -79,28 +80,28 @@ pub fn tokenizer_metadata(ckpt: &HfCheckpoint, vocab_rows: usize) -> Result<Vec<
     };
     let cfg = &ckpt.config;
     let mut meta: Vec<(String, MetadataValue)> = vec![
-        ("tokenizer.ggml.model".into(), "gpt2".into()),
-        ("tokenizer.ggml.pre".into(), "bloom".into()),
-        ("tokenizer.ggml.tokens".into(), MetadataValue::Array(ValueType::String, tokens)),
+        (key::TOKENIZER_MODEL.into(), "gpt2".into()),
+        (key::TOKENIZER_PRE.into(), "bloom".into()),
+        (key::TOKENS.into(), MetadataValue::Array(ValueType::String, tokens)),
         (
-            "tokenizer.ggml.token_type".into(),
+            key::TOKEN_TYPE.into(),
             MetadataValue::Array(ValueType::I32, types.into_iter().map(MetadataValue::I32).collect()),
         ),
-        ("tokenizer.ggml.merges".into(), MetadataValue::Array(ValueType::String, merges)),
+        (key::MERGES.into(), MetadataValue::Array(ValueType::String, merges)),
     ];
-    for (key, id) in [
-        ("bos_token_id", named("bos_token").or(cfg.bos_token_id)),
-        ("eos_token_id", named("eos_token").or(cfg.eos_token_id)),
-        ("unknown_token_id", named("unk_token")),
-        ("padding_token_id", named("pad_token").or(cfg.pad_token_id)),
+    for (k, id) in [
+        (key::BOS_ID, named("bos_token").or(cfg.bos_token_id)),
+        (key::EOS_ID, named("eos_token").or(cfg.eos_token_id)),
+        (key::UNKNOWN_ID, named("unk_token")),
+        (key::PADDING_ID, named("pad_token").or(cfg.pad_token_id)),
     ] {
         if let Some(id) = id {
-            meta.push((format!("tokenizer.ggml.{key}"), MetadataValue::U32(id)));
+            meta.push((k.to_string(), MetadataValue::U32(id)));
         }
     }
     // BLOOM's tokenizer adds no BOS/EOS; say so rather than leave it to reader defaults.
-    meta.push(("tokenizer.ggml.add_bos_token".into(), false.into()));
-    meta.push(("tokenizer.ggml.add_eos_token".into(), false.into()));
-    meta.push(("tokenizer.huggingface.json".into(), ckpt.tokenizer_json.clone().into()));
+    meta.push((key::ADD_BOS.into(), false.into()));
+    meta.push((key::ADD_EOS.into(), false.into()));
+    meta.push((key::HF_TOKENIZER_JSON.into(), ckpt.tokenizer_json.clone().into()));
     Ok(meta)
 }

@@ -5,6 +5,7 @@
 //! data section, be aligned and not overlap another. Opening reads only the header pages;
 //! tensor bytes are paged in by the kernel when first touched.
 
+use crate::arch::key::ALIGNMENT;
 use super::value::{MetadataValue, ValueType};
 use super::{GgmlType, GgufError, DEFAULT_ALIGNMENT, GGUF_MAGIC};
 use memmap2::Mmap;
@@ -273,13 +274,13 @@ fn parse(buf: &[u8]) -> Result<Parsed, GgufError> {
         }
     }
 
-    let alignment = match metadata.get("general.alignment") {
+    let alignment = match metadata.get(ALIGNMENT) {
         None => DEFAULT_ALIGNMENT,
         Some(v) => match v.as_u64() {
             Some(a) if a >= 8 && a.is_power_of_two() && a <= 1 << 20 => a,
             _ => {
                 return Err(GgufError::Metadata {
-                    key: "general.alignment".into(),
+                    key: ALIGNMENT.into(),
                     problem: format!("{v:?} is not a power of two between 8 and 1 MiB"),
                 })
             }

@@ -3,6 +3,7 @@
 //! Every tensor's name, shape and type are declared up front, so offsets are known before
 //! any data exists; a converter can then produce (and drop) one tensor at a time.
 
+use crate::arch::key::ALIGNMENT;
 use super::value::{write_string, MetadataValue};
 use super::{GgmlType, GgufError, DEFAULT_ALIGNMENT, GGUF_MAGIC, GGUF_VERSION};
 use std::io::Write;
@@ -48,12 +49,12 @@ impl<W: Write> GgufWriter<W> {
         head.extend_from_slice(&GGUF_MAGIC.to_le_bytes());
         head.extend_from_slice(&GGUF_VERSION.to_le_bytes());
         head.extend_from_slice(&(specs.len() as u64).to_le_bytes());
-        let has_alignment = metadata.iter().any(|(k, _)| k == "general.alignment");
+        let has_alignment = metadata.iter().any(|(k, _)| k == ALIGNMENT);
         let n_kv = metadata.len() + usize::from(!has_alignment);
         head.extend_from_slice(&(n_kv as u64).to_le_bytes());
         let mut alignment = DEFAULT_ALIGNMENT;
         for (key, value) in metadata {
-            if key == "general.alignment" {
+            if key == ALIGNMENT {
                 alignment = value.as_u64().filter(|a| a.is_power_of_two() && *a >= 8).ok_or_else(|| {
                     GgufError::Metadata { key: key.clone(), problem: "must be a power of two >= 8".into() }
                 })?;
@@ -63,7 +64,7 @@ impl<W: Write> GgufWriter<W> {
             value.write_payload(&mut head);
         }
         if !has_alignment {
-            write_string(&mut head, "general.alignment");
+            write_string(&mut head, ALIGNMENT);
             let v = MetadataValue::U32(alignment as u32);
             head.extend_from_slice(&(v.value_type() as u32).to_le_bytes());
             v.write_payload(&mut head);

@@ -9,6 +9,7 @@ use super::config::BloomConfig;
 use super::kv_cache::KvCache;
 use super::layers::{LayerNorm, Linear};
 use super::weights::{MappedTensor, WeightLoader};
+use crate::arch::{self, Part};
 use crate::gguf::{GgufError, GgufFile};
 use candle_core::{DType, Device, Result, Tensor, D};
 
@@ -70,33 +71,33 @@ impl Bloom {
         let w = WeightLoader { file };
         let (h, ff, eps) = (cfg.hidden, cfg.ffn, cfg.layer_norm_eps);
         let dev_err = |source| LoadError::Device { device: format!("{device:?}"), source };
-        let norm = |prefix: &str| -> std::result::Result<LayerNorm, LoadError> {
-            let g = w.vector(&format!("{prefix}.weight"), h)?;
-            let b = w.vector(&format!("{prefix}.bias"), h)?;
+        // `block` is ignored for the tensors outside the blocks (arch::Tensor::name).
+        let norm = |t: arch::Tensor, block: usize| -> std::result::Result<LayerNorm, LoadError> {
+            let g = w.vector(&t.name(block, Part::Weight), h)?;
+            let b = w.vector(&t.name(block, Part::Bias), h)?;
             LayerNorm::new(&g, &b, eps, device, dtype).map_err(dev_err)
         };
-        let linear = |prefix: &str, out: usize, inp: usize| -> std::result::Result<Linear, LoadError> {
-            let wt = w.get(&format!("{prefix}.weight"), &[out, inp])?;
-            let b = w.vector(&format!("{prefix}.bias"), out)?;
+        let linear = |t: arch::Tensor, block: usize, out: usize, inp: usize| -> std::result::Result<Linear, LoadError> {
+            let wt = w.get(&t.name(block, Part::Weight), &[out, inp])?;
+            let b = w.vector(&t.name(block, Part::Bias), out)?;
             Linear::new(wt, Some(&b), device, dtype).map_err(dev_err)
         };
-        let token_embd = w.get("token_embd.weight", &[cfg.vocab, h])?;
-        let embd_norm = norm("token_embd_norm")?;
+        let token_embd = w.get(&arch::Tensor::TokenEmbd.weight(), &[cfg.vocab, h])?;
+        let embd_norm = norm(arch::Tensor::TokenEmbdNorm, 0)?;
         let mut blocks = Vec::with_capacity(cfg.n_layer);
         for i in 0..cfg.n_layer {
-            let p = format!("blk.{i}");
             blocks.push(Block {
-                attn_norm: norm(&format!("{p}.attn_norm"))?,
-                qkv: linear(&format!("{p}.attn_qkv"), 3 * h, h)?,
-                attn_out: linear(&format!("{p}.attn_output"), h, h)?,
-                ffn_norm: norm(&format!("{p}.ffn_norm"))?,
-                ffn_up: linear(&format!("{p}.ffn_up"), ff, h)?,
-                ffn_down: linear(&format!("{p}.ffn_down"), h, ff)?,
+                attn_norm: norm(arch::Tensor::AttnNorm, i)?,
+                qkv: linear(arch::Tensor::AttnQkv, i, 3 * h, h)?,
+                attn_out: linear(arch::Tensor::AttnOutput, i, h, h)?,
+                ffn_norm: norm(arch::Tensor::FfnNorm, i)?,
+                ffn_up: linear(arch::Tensor::FfnUp, i, ff, h)?,
+                ffn_down: linear(arch::Tensor::FfnDown, i, h, ff)?,
             });
         }
-        let output_norm = norm("output_norm")?;
+        let output_norm = norm(arch::Tensor::OutputNorm, 0)?;
         // No `output` tensor: the head is tied to the token embeddings.
-        let lm_head = match w.optional("output.weight", &[cfg.vocab, h])? {
+        let lm_head = match w.optional(&arch::Tensor::Output.weight(), &[cfg.vocab, h])? {
             Some(head) => Linear::new(head, None, device, dtype),
             None => Linear::tied_head(&token_embd, device, dtype),
         }
@@ -498,7 +499,7 @@ fn cpu_kv_dtype(file: &GgufFile, cfg: &BloomConfig, device: &Device, dtype: DTyp
     match choice {
         CpuKv::F16 => DType::F16,
         CpuKv::F32 => DType::F32,
-        CpuKv::Auto => match file.tensor("blk.0.attn_qkv.weight") {
+        CpuKv::Auto => match file.tensor(&arch::Tensor::AttnQkv.name(0, Part::Weight)) {
             Some(t) if t.dtype.is_quantized() && crate::kernels::attention::reads_f16_directly(cfg.head_dim()) => DType::F16,
             _ => DType::F32,
         },

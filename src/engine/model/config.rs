@@ -1,5 +1,6 @@
 //! The BLOOM hyper-parameters, read from a GGUF file's `bloom.*` keys.
 
+use crate::arch::{key, Tensor, ARCH};
 use crate::gguf::{GgufError, GgufFile};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -20,10 +21,10 @@ impl BloomConfig {
 
     /// Reads the `bloom.*` keys; the vocabulary size comes from `token_embd`'s rows.
     pub fn from_gguf(file: &GgufFile) -> Result<Self, GgufError> {
-        let arch = file.get_str("general.architecture")?;
-        if arch != "bloom" {
+        let arch = file.get_str(key::ARCHITECTURE)?;
+        if arch != ARCH {
             return Err(GgufError::Metadata {
-                key: "general.architecture".into(),
+                key: key::ARCHITECTURE.into(),
                 problem: format!("'{arch}' is not a BLOOM model (this engine runs the bloom architecture)"),
             });
         }
@@ -34,25 +35,25 @@ impl BloomConfig {
                 problem: format!("{v} is out of range"),
             })
         };
-        let embd = file.require("token_embd.weight")?;
+        let embd = file.require(&Tensor::TokenEmbd.weight())?;
         let cfg = Self {
-            hidden: usize_key("bloom.embedding_length")?,
-            n_layer: usize_key("bloom.block_count")?,
-            n_head: usize_key("bloom.attention.head_count")?,
-            ffn: usize_key("bloom.feed_forward_length")?,
+            hidden: usize_key(key::EMBEDDING_LENGTH)?,
+            n_layer: usize_key(key::BLOCK_COUNT)?,
+            n_head: usize_key(key::HEAD_COUNT)?,
+            ffn: usize_key(key::FEED_FORWARD_LENGTH)?,
             vocab: embd.dims.get(1).copied().unwrap_or(0) as usize,
-            context_length: usize_key("bloom.context_length")?,
-            layer_norm_eps: file.get_f64("bloom.attention.layer_norm_epsilon")? as f32,
+            context_length: usize_key(key::CONTEXT_LENGTH)?,
+            layer_norm_eps: file.get_f64(key::LAYER_NORM_EPSILON)? as f32,
         };
         if cfg.hidden % cfg.n_head != 0 {
             return Err(GgufError::Metadata {
-                key: "bloom.attention.head_count".into(),
+                key: key::HEAD_COUNT.into(),
                 problem: format!("{} heads do not divide the hidden size {}", cfg.n_head, cfg.hidden),
             });
         }
         if !(cfg.layer_norm_eps.is_finite() && cfg.layer_norm_eps > 0.0) {
             return Err(GgufError::Metadata {
-                key: "bloom.attention.layer_norm_epsilon".into(),
+                key: key::LAYER_NORM_EPSILON.into(),
                 problem: format!("{} is not a positive number", cfg.layer_norm_eps),
             });
         }
