@@ -1,5 +1,5 @@
-//! A minimal Rust client of seqgptd, with zbus proxies: what a reader plugin written in Rust
-//! needs, and nothing else.
+//! A minimal Rust client of seqgptd, with the zbus proxies of `seqgpt::service::client`: what
+//! a reader plugin written in Rust needs, and nothing else.
 //!
 //! ```text
 //! cargo run --release --example summarize_client -- FILE.pdf [short|medium|long] [unix:path=BUS]
@@ -12,47 +12,10 @@
 //! (the daemon watches its clients), so a closed document costs nothing.
 
 use futures_util::StreamExt;
+use seqgpt::service::client;
 use std::collections::HashMap;
-use zbus::zvariant::{Fd, OwnedObjectPath, OwnedValue, Value};
-use zbus::{proxy, Connection};
-
-#[proxy(
-    interface = "org.seqgpt.Summarizer1",
-    default_service = "org.seqgpt.Summarizer1",
-    default_path = "/org/seqgpt/Summarizer1",
-    gen_blocking = false
-)]
-trait Summarizer {
-    fn summarize_fd(&self, fd: Fd<'_>, options: HashMap<&str, Value<'_>>) -> zbus::Result<OwnedObjectPath>;
-    fn summarize_text(&self, text: &str, options: HashMap<&str, Value<'_>>) -> zbus::Result<OwnedObjectPath>;
-    #[zbus(property)]
-    fn version(&self) -> zbus::Result<String>;
-    #[zbus(property)]
-    fn default_method(&self) -> zbus::Result<String>;
-}
-
-#[proxy(interface = "org.seqgpt.Job1", default_service = "org.seqgpt.Summarizer1", gen_blocking = false)]
-trait Job {
-    fn cancel(&self) -> zbus::Result<()>;
-    #[zbus(property)]
-    fn state(&self) -> zbus::Result<String>;
-    #[zbus(property)]
-    fn summary(&self) -> zbus::Result<String>;
-    #[zbus(property)]
-    fn method(&self) -> zbus::Result<String>;
-    #[zbus(property)]
-    fn error_name(&self) -> zbus::Result<String>;
-    #[zbus(property)]
-    fn error_message(&self) -> zbus::Result<String>;
-    #[zbus(signal)]
-    fn progress(&self, stage: String, done: u32, total: u32) -> zbus::Result<()>;
-    #[zbus(signal)]
-    fn partial(&self, index: u32, text: String) -> zbus::Result<()>;
-    #[zbus(signal)]
-    fn finished(&self, summary: String, stats: HashMap<String, OwnedValue>) -> zbus::Result<()>;
-    #[zbus(signal)]
-    fn failed(&self, error_name: String, message: String) -> zbus::Result<()>;
-}
+use zbus::zvariant::{Fd, Value};
+use zbus::Connection;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -68,18 +31,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         None => Connection::session().await?,
     };
 
-    let service = SummarizerProxy::new(&conn).await?;
+    let service = client::summarizer(&conn).await?;
     let mut options = HashMap::new();
     options.insert("length", Value::from(length.as_str()));
     let path = if text_mode {
-        service.summarize_text(&std::fs::read_to_string(&file)?, options).await?
+        service.summarize_text(&std::fs::read_to_string(&file)?, &options).await?
     } else {
         // The daemon reads the descriptor; it never sees (or needs) the path.
         let pdf = std::fs::File::open(&file)?;
-        service.summarize_fd(Fd::from(std::os::fd::AsFd::as_fd(&pdf)), options).await?
+        service.summarize_fd(Fd::from(std::os::fd::AsFd::as_fd(&pdf)), &options).await?
     };
-    let job = JobProxy::builder(&conn).path(path)?.cache_properties(zbus::proxy::CacheProperties::No).build().await?;
-    let mut progress = job.receive_progress().await?;
+    let job = client::job(&conn, path).await?;
+    let mut progress = job.receive_progress_signal().await?;
     let mut partial = job.receive_partial().await?;
     let mut finished = job.receive_finished().await?;
     let mut failed = job.receive_failed().await?;

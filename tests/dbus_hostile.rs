@@ -73,7 +73,7 @@ async fn a_pdf_whose_error_holds_a_nul_does_not_kill_the_daemon() {
         // The property and the Wait reply carry the same message.
         let m = job_str(c.property(job.as_str(), "org.seqgpt.Job1", "ErrorMessage").await.unwrap());
         assert_eq!(&m, message);
-        let e = c.call(job.as_str(), "org.seqgpt.Job1", "Wait", &()).await.unwrap_err();
+        let e = c.job(&job).await.wait().await.unwrap_err();
         assert_eq!(error_name(&e), "org.seqgpt.Summarizer1.Error.Encrypted");
         alive(&c, &mut daemon).await;
     }
@@ -204,7 +204,7 @@ async fn big_requests_do_not_stall_the_bus_and_cancel_wins() {
         let job = c.summarize_text(&texts[0], &opts(&[("no_cache", Value::from(true))])).await.unwrap();
         tokio::time::sleep(Duration::from_millis(50 * i)).await;
         let t0 = Instant::now();
-        c.call(job.as_str(), "org.seqgpt.Job1", "Cancel", &()).await.unwrap();
+        c.job(&job).await.cancel().await.unwrap();
         let events = c.events(job.as_str(), Duration::from_secs(5)).await;
         assert!(t0.elapsed() < Duration::from_secs(1), "cancel took {:?}", t0.elapsed());
         assert!(
@@ -249,7 +249,7 @@ async fn one_huge_word_through_the_model_path_ends_and_cancels() {
         let job = c.summarize_text(&word, &opts(&[("no_cache", Value::from(true))])).await.unwrap();
         tokio::time::sleep(Duration::from_millis(500)).await;
         let t0 = Instant::now();
-        c.call(job.as_str(), "org.seqgpt.Job1", "Cancel", &()).await.unwrap();
+        c.job(&job).await.cancel().await.unwrap();
         let events = c.events(job.as_str(), Duration::from_secs(5)).await;
         assert!(t0.elapsed() < Duration::from_secs(1));
         assert!(events.last().is_some_and(Event::is_terminal), "{events:?}");

@@ -120,7 +120,7 @@ max_new_tokens = [32, 32, 32]
                 };
                 tally.lock().unwrap().accepted += 1;
                 if cancel {
-                    let _ = c.call(job.as_str(), "org.seqgpt.Job1", "Cancel", &()).await;
+                    let _ = c.job(&job).await.cancel().await;
                 }
                 let events = c.events(job.as_str(), Duration::from_secs(120)).await;
                 let ms = t0.elapsed().as_millis() as u64;

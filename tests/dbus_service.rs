@@ -76,8 +76,7 @@ async fn extractive_text_job_signals_properties_and_cache() {
     assert!(daemon.state_dir.join("summaries/v2").exists());
 
     // Wait on a finished job returns its result at once.
-    let reply = c.call(job.as_str(), "org.seqgpt.Job1", "Wait", &()).await.unwrap();
-    let (s, m): (String, String) = reply.body().deserialize().unwrap();
+    let (s, m) = c.job(&job).await.wait().await.unwrap();
     assert_eq!((s.as_str(), m.as_str()), (summary.as_str(), "extractive"));
 }
 
@@ -117,7 +116,7 @@ async fn bad_requests_get_their_error_names() {
     let events = c.events(job.as_str(), T).await;
     assert!(matches!(events.last(), Some(Event::Failed(n, _)) if n == invalid), "{events:?}");
     // Wait on a failed job fails with the job's error.
-    let e = c.call(job.as_str(), "org.seqgpt.Job1", "Wait", &()).await.unwrap_err();
+    let e = c.job(&job).await.wait().await.unwrap_err();
     assert_eq!(error_name(&e), invalid);
 }
 
@@ -186,7 +185,7 @@ async fn cancel_ends_a_running_job() {
     let _daemon = Daemon::start(&bus, &slow_config(""), &[]);
     let mut c = Client::connect(&bus.address).await;
     let job = c.summarize_text(&long_text(), &opts(&[])).await.unwrap();
-    c.call(job.as_str(), "org.seqgpt.Job1", "Cancel", &()).await.unwrap();
+    c.job(&job).await.cancel().await.unwrap();
     let events = c.events(job.as_str(), T).await;
     assert!(
         matches!(events.last(), Some(Event::Failed(n, _)) if n == "org.seqgpt.Summarizer1.Error.Cancelled"),
@@ -195,7 +194,7 @@ async fn cancel_ends_a_running_job() {
     assert_eq!(c.job_string(job.as_str(), "State").await, "cancelled");
     assert_eq!(c.job_string(job.as_str(), "ErrorName").await, "org.seqgpt.Summarizer1.Error.Cancelled");
     // Cancelling again is harmless.
-    c.call(job.as_str(), "org.seqgpt.Job1", "Cancel", &()).await.unwrap();
+    c.job(&job).await.cancel().await.unwrap();
     assert_eq!(c.service_stat("jobs_cancelled").await, 1);
 }
 
@@ -215,7 +214,7 @@ async fn busy_past_capacity() {
     assert_eq!(c.service_stat("busy_refusals").await, 2);
     // The accepted jobs still end (cancelled here, to keep the test short), and free their places.
     for j in [&a, &b] {
-        c.call(j.as_str(), "org.seqgpt.Job1", "Cancel", &()).await.unwrap();
+        c.job(&j).await.cancel().await.unwrap();
         let events = c.events(j.as_str(), T).await;
         assert!(events.last().is_some_and(Event::is_terminal));
     }

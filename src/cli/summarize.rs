@@ -5,8 +5,9 @@
 
 use crate::config::Config;
 use crate::service::errors::ServiceError;
-use crate::service::jobs::JOBS_PATH;
-use crate::service::{connection_builder, options::parse_pages, Bus, SERVICE_NAME, SERVICE_PATH};
+use crate::service::client::{self, JobSignal};
+use crate::service::options::{parse_pages, RequestOptions};
+use crate::service::{connection_builder, Bus, SERVICE_NAME};
 use crate::summarize::pipeline::{Input, Observer, Stage};
 use crate::summarize::document::Anchor;
 use crate::summarize::{Language, Length, MethodChoice, Style, Summary, SummaryOptions};
@@ -18,7 +19,7 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
 use zbus::message::Type as MessageType;
-use zbus::zvariant::{OwnedObjectPath, OwnedValue, Value};
+use zbus::zvariant::{OwnedValue, Value};
 use zbus::{MatchRule, MessageStream};
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -313,14 +314,6 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     })
 }
 
-/// A job's signals, as received.
-enum JobSignal {
-    Progress(String, u32, u32),
-    Partial(u32, String),
-    Finished(String, HashMap<String, OwnedValue>),
-    Failed(String, String),
-}
-
 /// Asks the daemon.
 async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     let bus = match (&args.address, args.system) {
@@ -329,51 +322,16 @@ async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
         (None, false) => Bus::Session,
     };
     let conn = connection_builder(&bus)?.build().await.context("connecting to the bus")?;
-    let dbus = zbus::fdo::DBusProxy::new(&conn).await?;
-    // Not running: D-Bus activation starts it (if installed) on the first call, below.
-    let owner = dbus.get_name_owner(zbus::names::BusName::try_from(SERVICE_NAME)?).await.ok();
-    let opts = args.options()?;
-    let mut dict: HashMap<&str, Value<'_>> = HashMap::new();
-    if let Some(p) = &args.pages {
-        dict.insert("pages", Value::from(p.as_str()));
-    }
-    dict.insert("length", Value::from(opts.length.as_str()));
-    dict.insert("language", Value::from(opts.language.as_str()));
-    dict.insert("style", Value::from(opts.style.as_str()));
-    dict.insert(
-        "method",
-        Value::from(match opts.method {
-            MethodChoice::Auto => "auto",
-            MethodChoice::Model => "model",
-            MethodChoice::Extractive => "extractive",
-        }),
-    );
-    if opts.no_cache {
-        dict.insert("no_cache", Value::from(true));
-    }
-    if let Some(n) = opts.max_words {
-        dict.insert("max_words", Value::from(n));
-    }
-    if let Some(pw) = &args.password {
-        dict.insert("password", Value::from(pw.as_str()));
-    }
-
-    let bytes_or_file = if args.text { Some(text_of(read_input(args)?, args)?) } else { None };
-    // Ping first (activating the service if needed), so that its unique name is known before
-    // the job starts: the job's signals come from it.
-    let owner = match owner {
-        Some(o) => o,
-        None => {
-            conn.call_method(Some(SERVICE_NAME), SERVICE_PATH, Some("org.freedesktop.DBus.Peer"), "Ping", &())
-                .await
-                .context("the daemon (org.seqgpt.Summarizer1) is not running and could not be started")?;
-            dbus.get_name_owner(zbus::names::BusName::try_from(SERVICE_NAME)?).await?
-        }
-    };
+    let options = client::encode_options(&RequestOptions { summary: args.options()?, detach: false });
+    let text = if args.text { Some(text_of(read_input(args)?, args)?) } else { None };
+    // The daemon's unique name (activating it if it is installed and not running), known
+    // before the job starts: the job's signals come from it.
+    let owner = client::owner(&conn).await.context("the daemon (org.seqgpt.Summarizer1) is not running and could not be started")?;
+    // Subscribed before the call, so that no signal of the job can slip by.
     let rule = MatchRule::builder()
         .msg_type(MessageType::Signal)
         .sender(owner.as_str())?
-        .path_namespace(JOBS_PATH)?
+        .path_namespace(client::JOBS_PATH)?
         .build();
     let mut signals = MessageStream::for_match_rule(rule, &conn, Some(1024)).await?;
     let gone_rule = MatchRule::builder()
@@ -384,8 +342,9 @@ async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
         .build();
     let mut gone = MessageStream::for_match_rule(gone_rule, &conn, Some(16)).await?;
 
-    let reply = match bytes_or_file {
-        Some(text) => conn.call_method(Some(SERVICE_NAME), SERVICE_PATH, Some(SERVICE_NAME), "SummarizeText", &(text, &dict)).await,
+    let service = client::summarizer(&conn).await?;
+    let job = match text {
+        Some(text) => service.summarize_text(&text, &options).await,
         None => {
             let file = if args.file.as_os_str() == "-" {
                 // The daemon takes regular files only: standard input goes into a memfd.
@@ -393,12 +352,10 @@ async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
             } else {
                 std::fs::File::open(&args.file).with_context(|| format!("opening {}", args.file.display()))?
             };
-            let fd = zbus::zvariant::Fd::from(std::os::fd::AsFd::as_fd(&file));
-            conn.call_method(Some(SERVICE_NAME), SERVICE_PATH, Some(SERVICE_NAME), "SummarizeFd", &(fd, &dict)).await
+            service.summarize_fd(zbus::zvariant::Fd::from(std::os::fd::AsFd::as_fd(&file)), &options).await
         }
-    };
-    let reply = reply.map_err(remote_error)?;
-    let job: OwnedObjectPath = reply.body().deserialize()?;
+    }
+    .map_err(remote_error)?;
 
     let display = Display::new();
     let mut streams = HashMap::new();
@@ -411,11 +368,11 @@ async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
                 if hdr.path().map(|p| p.as_str()) != Some(job.as_str()) {
                     continue;
                 }
-                match parse_signal(&msg) {
-                    Some(JobSignal::Progress(stage, done, total)) => display.progress(&stage, done, total),
-                    Some(JobSignal::Partial(i, t)) => display.partial(i, &t, &mut streams),
-                    Some(JobSignal::Finished(summary, stats)) => break Ok((summary, stats)),
-                    Some(JobSignal::Failed(name, message)) => break Err(anyhow::anyhow!("{name}: {message}")),
+                match JobSignal::from_message(&msg) {
+                    Some(JobSignal::Progress { stage, done, total }) => display.progress(&stage, done, total),
+                    Some(JobSignal::Partial { index, text }) => display.partial(index, &text, &mut streams),
+                    Some(JobSignal::Finished { summary, stats }) => break Ok((summary, stats)),
+                    Some(JobSignal::Failed { error_name, message }) => break Err(anyhow::anyhow!("{error_name}: {message}")),
                     None => {}
                 }
             }
@@ -423,7 +380,9 @@ async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
                 break Err(anyhow::anyhow!("the daemon left the bus before the job ended"));
             }
             _ = &mut interrupt => {
-                let _ = conn.call_method(Some(SERVICE_NAME), job.as_str(), Some("org.seqgpt.Job1"), "Cancel", &()).await;
+                if let Ok(j) = client::job(&conn, job.clone()).await {
+                    let _ = j.cancel().await;
+                }
                 display.finish();
                 bail!("interrupted: the job was cancelled");
             }
@@ -458,23 +417,6 @@ fn remote_error(e: zbus::Error) -> anyhow::Error {
         zbus::Error::MethodError(name, Some(msg), _) => anyhow::anyhow!("{name}: {msg}"),
         zbus::Error::MethodError(name, None, _) => anyhow::anyhow!("{name}"),
         other => anyhow::anyhow!(other),
-    }
-}
-
-fn parse_signal(msg: &zbus::Message) -> Option<JobSignal> {
-    let hdr = msg.header();
-    if hdr.interface().map(|i| i.as_str()) != Some("org.seqgpt.Job1") {
-        return None;
-    }
-    let body = msg.body();
-    match hdr.member()?.as_str() {
-        "Progress" => body.deserialize::<(String, u32, u32)>().ok().map(|(s, d, t)| JobSignal::Progress(s, d, t)),
-        "Partial" => body.deserialize::<(u32, String)>().ok().map(|(i, t)| JobSignal::Partial(i, t)),
-        "Finished" => {
-            body.deserialize::<(String, HashMap<String, OwnedValue>)>().ok().map(|(s, st)| JobSignal::Finished(s, st))
-        }
-        "Failed" => body.deserialize::<(String, String)>().ok().map(|(n, m)| JobSignal::Failed(n, m)),
-        _ => None,
     }
 }
 

@@ -5,6 +5,7 @@
 //! that is a failure: .ci/run installs Debian's dbus package.
 #![allow(dead_code)]
 
+use seqgpt::service::client::{self, JobSignal};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -369,19 +370,21 @@ impl Client {
     }
 
     pub async fn summarize_text(&self, text: &str, options: &Options<'_>) -> zbus::Result<OwnedObjectPath> {
-        let reply = self.call(PATH, NAME, "SummarizeText", &(text, options)).await?;
-        reply.body().deserialize()
+        client::summarizer(&self.conn).await?.summarize_text(text, options).await
     }
 
     pub async fn summarize_fd(&self, file: &std::fs::File, options: &Options<'_>) -> zbus::Result<OwnedObjectPath> {
         let fd = zbus::zvariant::Fd::from(std::os::fd::AsFd::as_fd(file));
-        let reply = self.call(PATH, NAME, "SummarizeFd", &(fd, options)).await?;
-        reply.body().deserialize()
+        client::summarizer(&self.conn).await?.summarize_fd(fd, options).await
     }
 
     pub async fn summarize_path(&self, path: &Path, options: &Options<'_>) -> zbus::Result<OwnedObjectPath> {
-        let reply = self.call(PATH, NAME, "SummarizePath", &(path.to_str().unwrap(), options)).await?;
-        reply.body().deserialize()
+        client::summarizer(&self.conn).await?.summarize_path(path.to_str().unwrap(), options).await
+    }
+
+    /// The proxy of job `path`.
+    pub async fn job(&self, path: &OwnedObjectPath) -> client::JobProxy<'static> {
+        client::job(&self.conn, path.clone()).await.expect("a job proxy")
     }
 
     pub async fn property(&self, path: &str, iface: &str, name: &str) -> zbus::Result<OwnedValue> {
@@ -395,8 +398,7 @@ impl Client {
     }
 
     pub async fn service_stat(&self, key: &str) -> u64 {
-        let v = self.property(PATH, NAME, "Stats").await.unwrap();
-        let d: HashMap<String, OwnedValue> = HashMap::try_from(v).unwrap();
+        let d = client::summarizer(&self.conn).await.unwrap().stats().await.unwrap();
         u64::try_from(d[key].try_clone().unwrap()).unwrap()
     }
 
@@ -430,26 +432,19 @@ impl Client {
 fn parse(msg: &zbus::Message) -> Option<(String, Event)> {
     let hdr = msg.header();
     let path = hdr.path()?.to_string();
+    if let Some(signal) = JobSignal::from_message(msg) {
+        let ev = match signal {
+            JobSignal::Progress { stage, done, total } => Event::Progress(stage, done, total),
+            JobSignal::Partial { index, text } => Event::Partial(index, text),
+            JobSignal::Finished { summary, stats } => Event::Finished(summary, stats),
+            JobSignal::Failed { error_name, message } => Event::Failed(error_name, message),
+        };
+        return Some((path, ev));
+    }
     let member = hdr.member()?.to_string();
     let iface = hdr.interface()?.to_string();
     let body = msg.body();
     let ev = match (iface.as_str(), member.as_str()) {
-        ("org.seqgpt.Job1", "Progress") => {
-            let (s, d, t): (String, u32, u32) = body.deserialize().ok()?;
-            Event::Progress(s, d, t)
-        }
-        ("org.seqgpt.Job1", "Partial") => {
-            let (i, t): (u32, String) = body.deserialize().ok()?;
-            Event::Partial(i, t)
-        }
-        ("org.seqgpt.Job1", "Finished") => {
-            let (s, st): (String, HashMap<String, OwnedValue>) = body.deserialize().ok()?;
-            Event::Finished(s, st)
-        }
-        ("org.seqgpt.Job1", "Failed") => {
-            let (n, m): (String, String) = body.deserialize().ok()?;
-            Event::Failed(n, m)
-        }
         ("org.freedesktop.DBus.Properties", "PropertiesChanged") => {
             let (_, changed, _): (String, HashMap<String, OwnedValue>, Vec<String>) = body.deserialize().ok()?;
             let mut v: Vec<(String, String)> = changed.into_iter().map(|(k, v)| (k, format!("{}", *v))).collect();

@@ -14,6 +14,7 @@
 //! `org.seqgpt.Summarizer1.Error.ShuttingDown`, stop the engine, exit 0.
 
 pub mod bus_string;
+pub mod client;
 pub mod core;
 pub mod errors;
 pub mod input;

@@ -13,6 +13,7 @@
 //! | `max_words`| u       | the most words of the summary (1-100000) | by length|
 //!
 //! Unknown keys and wrong types are `InvalidArgs`: a misspelt option must not be ignored.
+//! [`encode`] is [`parse`]'s inverse, for clients ([`super::client`]).
 
 use super::errors::ServiceError;
 use crate::summarize::{Language, Length, MethodChoice, Style, SummaryOptions};
@@ -93,6 +94,42 @@ pub fn parse(options: &HashMap<String, OwnedValue>) -> Result<RequestOptions, Se
     Ok(out)
 }
 
+/// The options as a client sends them: only what differs from the defaults, so that a
+/// request reads as what was asked.
+pub fn encode(options: &RequestOptions) -> HashMap<&'static str, Value<'static>> {
+    let (s, defaults) = (&options.summary, SummaryOptions::default());
+    let mut out: HashMap<&'static str, Value<'static>> = HashMap::new();
+    if let Some(r) = &s.pages {
+        let pages = if *r.end() == u32::MAX { format!("{}-", r.start()) } else { format!("{}-{}", r.start(), r.end()) };
+        out.insert("pages", Value::from(pages));
+    }
+    if s.length != defaults.length {
+        out.insert("length", Value::from(s.length.as_str()));
+    }
+    if s.language != defaults.language {
+        out.insert("language", Value::from(s.language.as_str()));
+    }
+    if s.style != defaults.style {
+        out.insert("style", Value::from(s.style.as_str()));
+    }
+    if let Some(p) = &s.password {
+        out.insert("password", Value::from(p.clone()));
+    }
+    if s.method != defaults.method {
+        out.insert("method", Value::from(s.method.as_str()));
+    }
+    if s.no_cache {
+        out.insert("no_cache", Value::from(true));
+    }
+    if let Some(n) = s.max_words {
+        out.insert("max_words", Value::from(n));
+    }
+    if options.detach {
+        out.insert("detach", Value::from(true));
+    }
+    out
+}
+
 /// "7", "2-5" (also "2..5", "2–5") or "3-" (to the end) as a 1-based inclusive range.
 pub fn parse_pages(s: &str) -> Result<std::ops::RangeInclusive<u32>, ServiceError> {
     let bad = || ServiceError::invalid_args(format!("pages '{}': expected N, A-B with 1 <= A <= B, or A-", echo(s)));
@@ -149,6 +186,32 @@ mod tests {
 
     fn opts(pairs: &[(&str, Value<'static>)]) -> HashMap<String, OwnedValue> {
         pairs.iter().map(|(k, v)| (k.to_string(), OwnedValue::try_from(v.clone()).unwrap())).collect()
+    }
+
+    #[test]
+    fn encode_is_parse_inverse() {
+        let asked = RequestOptions {
+            summary: SummaryOptions {
+                pages: Some(2..=u32::MAX),
+                length: Length::Long,
+                language: Language::Zh,
+                style: Style::Bullets,
+                password: Some("pw".into()),
+                method: MethodChoice::Model,
+                no_cache: true,
+                max_words: Some(55),
+            },
+            detach: true,
+        };
+        let wire: HashMap<String, OwnedValue> =
+            encode(&asked).into_iter().map(|(k, v)| (k.to_string(), OwnedValue::try_from(v).unwrap())).collect();
+        assert_eq!(wire.len(), KEYS.len());
+        assert_eq!(parse(&wire).unwrap(), asked);
+        let some = RequestOptions { summary: SummaryOptions { pages: Some(3..=4), ..Default::default() }, detach: false };
+        let wire: HashMap<String, OwnedValue> =
+            encode(&some).into_iter().map(|(k, v)| (k.to_string(), OwnedValue::try_from(v).unwrap())).collect();
+        assert_eq!(wire.len(), 1);
+        assert_eq!(parse(&wire).unwrap(), some);
     }
 
     #[test]

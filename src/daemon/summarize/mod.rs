@@ -173,6 +173,14 @@ impl MethodChoice {
             _ => None,
         }
     }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MethodChoice::Auto => "auto",
+            MethodChoice::Model => "model",
+            MethodChoice::Extractive => "extractive",
+        }
+    }
 }
 
 /// What made a summary.
