@@ -4,7 +4,7 @@
 use super::backend::{Backend, FreeMemoryFn, ModelInfo, NewSequence, TextEncoder, Update};
 use super::memory::{cpu_free_memory, BatchState, MemoryModel, RowState};
 use crate::engine::Engine;
-use crate::generate::{beam::beam_search, Batch, Generated, Sequence};
+use crate::generate::{Batch, Generated, Sequence};
 use candle_core::Device;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -102,16 +102,11 @@ impl Backend for EngineBackend {
     }
 
     fn run_solo(&mut self, seq: NewSequence) -> Result<Generated, String> {
-        let e = &self.engine;
-        if seq.config.num_beams > 1 {
-            return beam_search(&e.model, &e.tokenizer, seq.id, &seq.prompt, &seq.config).map_err(|err| err.to_string());
-        }
-        let mut batch = Batch::new();
-        let mut done = batch.admit(&e.model, &e.tokenizer, vec![Sequence::new(seq.id, seq.prompt, seq.config)]).map_err(|err| err.to_string())?;
-        while !batch.is_empty() {
-            done.extend(batch.step(&e.model, &e.tokenizer).map_err(|err| err.to_string())?);
-        }
-        done.pop().ok_or_else(|| "the sequence produced no result".to_string())
+        // The engine's own whole-request path (a beam search, or a batch of one to the end).
+        let mut done = self.engine.generate(std::slice::from_ref(&seq.prompt), &seq.config).map_err(|e| e.to_string())?;
+        let mut g = done.pop().ok_or_else(|| "the sequence produced no result".to_string())?;
+        g.id = seq.id;
+        Ok(g)
     }
 
     fn state(&self) -> BatchState {
