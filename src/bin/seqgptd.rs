@@ -8,7 +8,8 @@
 
 use clap::{Parser, ValueEnum};
 use seqgpt::config::Config;
-use seqgpt::service::{Bus, DaemonOptions};
+use seqgpt::app::{run_daemon, DaemonOptions};
+use seqgpt::service::Bus;
 use std::path::PathBuf;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -63,7 +64,7 @@ fn main() {
             std::process::exit(1);
         }
     };
-    let result = runtime.block_on(seqgpt::service::run(DaemonOptions { bus, config, model: args.model }));
+    let result = runtime.block_on(run_daemon(DaemonOptions { bus, config, model: args.model }));
     if let Err(e) = result {
         eprintln!("seqgptd: {e:#}");
         std::process::exit(1);

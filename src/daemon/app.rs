@@ -1,10 +1,20 @@
-//! The wiring: from a [`Config`] to a running summary pipeline. The engine (the model file on
-//! its device), the scheduler over it, the summary cache and the pipeline's settings are built
-//! here and nowhere else; `seqgptd` ([`crate::service::run`]) and `seqgpt summarize --local`
-//! both call [`pipeline`].
+//! The wiring: from a [`Config`] to a running daemon. The engine (the model file on its
+//! device), the scheduler over it, the summary cache and the pipeline's settings are built
+//! here and nowhere else ([`pipeline`], also what `seqgpt summarize --local` runs), and so is
+//! the D-Bus service on top of them with its systemd protocol ([`run_daemon`], `seqgptd`).
+//!
+//! Start-up: config -> pipeline (a missing or broken model file leaves the extractive
+//! summarizer) -> the service object on the bus -> the name -> ready (`READY=1` under
+//! systemd). SIGTERM or SIGINT: stop taking requests, release the name, end every unfinished
+//! job with `org.seqgpt.Summarizer1.Error.ShuttingDown`, stop the engine, exit 0.
 
 use crate::config::Config;
 use crate::engine::Engine;
+use crate::sd_notify::{watchdog_interval, Notifier};
+use crate::service::{connection_builder, core, introspection, summarizer, Bus, SERVICE_NAME, SERVICE_PATH};
+use anyhow::{bail, Context};
+use futures_util::StreamExt;
+use std::time::Duration;
 use crate::summarize::cache::SummaryCache;
 use crate::scheduler::{EngineEncoder, Scheduler, StartOptions};
 use crate::summarize::pipeline::{ModelSetup, Pipeline, PipelineSettings};
@@ -138,3 +148,160 @@ pub fn pipeline_settings(cfg: &Config) -> PipelineSettings {
     }
 }
 
+/// What `seqgptd` was asked to do.
+pub struct DaemonOptions {
+    pub bus: Bus,
+    pub config: Config,
+    pub model: Option<PathBuf>,
+}
+
+/// A watchdog ping for the engine loop's tick: sends `WATCHDOG=1` once `every` has passed
+/// since the last one.
+fn watchdog_tick(notifier: Arc<Notifier>, every: Duration) -> Box<dyn FnMut() + Send> {
+    let mut last = std::time::Instant::now();
+    Box::new(move || {
+        if last.elapsed() >= every {
+            last = std::time::Instant::now();
+            if let Err(e) = notifier.watchdog() {
+                tracing::warn!("sd_notify WATCHDOG=1: {e}");
+            }
+        }
+    })
+}
+
+/// One `STATUS=` line for `systemctl status`.
+fn status_line(core: &core::Core) -> String {
+    let (queued, running, _) = core.job_counts();
+    let c = &core.counters;
+    let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+    let method = if core.pipeline.model().is_some() { "model" } else { "extractive" };
+    format!(
+        "{method} summaries; jobs: {running} running, {queued} queued; {} done, {} failed, {} cancelled, {} busy refusals",
+        load(&c.done),
+        load(&c.failed),
+        load(&c.cancelled),
+        load(&c.busy)
+    )
+}
+
+/// Runs the daemon until SIGTERM or SIGINT (exit 0), or until the bus goes away (error).
+///
+/// Under systemd (`Type=notify`): `READY=1` once the model is mapped and the name is owned;
+/// `WATCHDOG=1` from the engine loop (or, without a model, from the runtime) at the interval
+/// `$WATCHDOG_USEC` asks for; `STATUS=` lines; `STOPPING=1` on SIGTERM.
+pub async fn run_daemon(opts: DaemonOptions) -> anyhow::Result<()> {
+    let cfg = opts.config;
+    let notifier = Notifier::from_env().map(Arc::new);
+    let watchdog = watchdog_interval();
+    let engine_tick = match (&notifier, watchdog) {
+        (Some(n), Some(every)) => Some(watchdog_tick(n.clone(), every)),
+        _ => None,
+    };
+    let built = tokio::task::block_in_place(|| pipeline(&cfg, opts.model.as_deref(), engine_tick))?;
+    let (scheduler, device) = (built.scheduler, built.device);
+    let pipeline = Arc::new(built.pipeline);
+    let core = Arc::new(core::Core::new(opts.bus.kind(), pipeline, cfg.service.clone(), device));
+
+    let conn = connection_builder(&opts.bus)?
+        .serve_at(SERVICE_PATH, summarizer::Summarizer { core: core.clone() })?
+        .build()
+        .await
+        .with_context(|| format!("connecting to the {} bus", opts.bus.kind().as_str()))?;
+    introspection::install(&conn).await.context("setting up the service object")?;
+    // Without replacement, and without queueing: a second daemon must not take the name
+    // from a running one (nor wait for it), but say so and exit.
+    let flags = zbus::fdo::RequestNameFlags::DoNotQueue.into();
+    match conn.request_name_with_flags(SERVICE_NAME, flags).await {
+        Ok(_) => {}
+        Err(zbus::Error::NameTaken) => bail!(
+            "{SERVICE_NAME} is already owned on the {} bus: another seqgptd is running there (this one exits)",
+            opts.bus.kind().as_str()
+        ),
+        Err(e) => return Err(e).with_context(|| format!("owning {SERVICE_NAME} on the {} bus", opts.bus.kind().as_str())),
+    }
+    tracing::info!("serving {SERVICE_NAME} on the {} bus as {}", opts.bus.kind().as_str(), conn.unique_name().map_or("?".into(), |n| n.to_string()));
+
+    // Clients that leave the bus lose their (non-detached) jobs.
+    let dbus = zbus::fdo::DBusProxy::new(&conn).await?;
+    let mut owners = dbus.receive_name_owner_changed().await?;
+    let watcher = {
+        let core = core.clone();
+        tokio::spawn(async move {
+            while let Some(signal) = owners.next().await {
+                if let Ok(args) = signal.args() {
+                    if args.name().starts_with(':') && args.new_owner().is_none() {
+                        core.client_gone(args.name());
+                    }
+                }
+            }
+        })
+    };
+    // Without an engine loop, the runtime itself proves it turns.
+    let runtime_watchdog = match (&notifier, watchdog, scheduler.is_some()) {
+        (Some(n), Some(every), false) => {
+            let mut tick = watchdog_tick(n.clone(), every);
+            Some(tokio::spawn(async move {
+                let mut interval = tokio::time::interval(every / 2);
+                loop {
+                    interval.tick().await;
+                    tick();
+                }
+            }))
+        }
+        _ => None,
+    };
+    let status = notifier.clone().map(|n| {
+        let core = core.clone();
+        tokio::spawn(async move {
+            let mut last = String::new();
+            loop {
+                let line = status_line(&core);
+                if line != last {
+                    let _ = n.status(&line);
+                    last = line;
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        })
+    });
+    if let Some(n) = &notifier {
+        if let Err(e) = n.ready() {
+            tracing::warn!("sd_notify READY=1: {e}");
+        }
+    }
+    // The readiness line tests and scripts wait for.
+    eprintln!("seqgptd: ready on the {} bus", opts.bus.kind().as_str());
+
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let bus_lost = tokio::select! {
+        _ = term.recv() => { tracing::info!("SIGTERM: shutting down"); false }
+        _ = int.recv() => { tracing::info!("SIGINT: shutting down"); false }
+        _ = conn.closed() => true,
+    };
+    if let Some(n) = &notifier {
+        let _ = n.stopping();
+        let _ = n.status("stopping: ending unfinished jobs");
+    }
+    if let Some(t) = status {
+        t.abort();
+    }
+    if bus_lost {
+        core.shutdown(Duration::from_secs(1)).await;
+        bail!("the connection to the bus was closed");
+    }
+    let _ = conn.release_name(SERVICE_NAME).await;
+    core.shutdown(Duration::from_secs(10)).await;
+    watcher.abort();
+    if let Some(t) = runtime_watchdog {
+        t.abort();
+    }
+    if let Some(g) = scheduler {
+        g.shutdown().await;
+    }
+    // Every job's last signal was written when its emitter returned; retention timers still
+    // hold clones of the connection, so close it rather than wait for them.
+    let _ = tokio::time::timeout(Duration::from_secs(2), conn.close()).await;
+    tracing::info!("stopped");
+    Ok(())
+}
