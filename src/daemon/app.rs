@@ -85,7 +85,7 @@ fn load_model(
     let (template_name, template, reason) = cfg.template_for(&name);
     let identity = model_identity(&path, &name, &template_name, &template);
     let engine = Arc::new(engine);
-    let scheduler = Scheduler::start_engine(engine.clone(), cfg.scheduler_config()?, StartOptions { on_tick })
+    let scheduler = Scheduler::start_engine(engine.clone(), cfg.scheduler.clone(), StartOptions { on_tick })
         .map_err(|e| anyhow::anyhow!("starting the scheduler: {e}"))?;
     tracing::info!("model {} ({name}) on {device_name}, context {context_length} tokens", path.display());
     let setup = ModelSetup {

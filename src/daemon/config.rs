@@ -1,6 +1,9 @@
 //! The daemon's configuration: one TOML file (`seqgptd --config FILE`, installed as
 //! /etc/seqgpt/seqgptd.toml). Every key is optional; unknown keys are errors (a typo must not
 //! silently fall back to a default). Relative paths are relative to the file's directory.
+//! Each table is read into the settings type of the layer it configures (the scheduler's
+//! `SchedulerConfig`, the service's `ServiceConfig`, the templates of `summarize::prompt`): this module is the file format,
+//! used only by `app` and the binaries, so it may depend on every layer and none on it.
 //!
 //! ```toml
 //! model = "/var/lib/seqgpt/models/seqgpt-560m-q4.gguf"  # absent file: extractive only
@@ -34,6 +37,8 @@
 //! max_model_chunks = 16
 //! ```
 
+use crate::scheduler::SchedulerConfig;
+pub use crate::service::limits::ServiceConfig;
 use crate::summarize::prompt::{auto_template, templates, Template};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -64,9 +69,10 @@ pub struct Config {
     pub device: String,
     #[serde(default)]
     pub threads: usize,
-    /// The scheduler's table, passed on as it is.
+    /// The scheduler's own settings type: the file format composes each layer's settings,
+    /// so a typo in `[scheduler]` is caught where the file is read.
     #[serde(default)]
-    pub scheduler: toml::Table,
+    pub scheduler: SchedulerConfig,
     #[serde(default)]
     pub cache: CacheConfig,
     #[serde(default)]
@@ -85,7 +91,7 @@ impl Default for Config {
             model: None,
             device: default_device(),
             threads: 0,
-            scheduler: toml::Table::new(),
+            scheduler: SchedulerConfig::default(),
             cache: CacheConfig::default(),
             service: ServiceConfig::default(),
             summarize: SummarizeConfig::default(),
@@ -104,55 +110,6 @@ pub struct CacheConfig {
 impl Default for CacheConfig {
     fn default() -> Self {
         CacheConfig { enabled: true, dir: None, max_entries: 1000 }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ServiceConfig {
-    /// Jobs accepted and not yet finished, all clients together; one more is refused with
-    /// `org.freedesktop.DBus.Error.LimitsExceeded`.
-    pub max_jobs: usize,
-    /// The same, per client: per connection on a session bus, per Unix user on the system
-    /// bus (where one user could otherwise open many connections).
-    pub max_jobs_per_client: usize,
-    /// Seconds a finished job's object stays on the bus.
-    pub job_retention_s: u64,
-    /// Finished job objects kept at most (the oldest go first).
-    pub max_retained_jobs: usize,
-    /// Bytes the finished job objects keep at most, summaries and stats together (the oldest
-    /// go first).
-    pub max_retained_bytes: usize,
-    /// Seconds reading a client's file may take (a file on a stalled network file system).
-    pub read_timeout_s: u64,
-    /// Largest PDF accepted (bytes); larger is `TooLarge`.
-    pub max_pdf_bytes: u64,
-    /// Largest text accepted by SummarizeText, Classify and Extract (bytes).
-    pub max_text_bytes: u64,
-    /// Most pages a PDF may have.
-    pub max_pages: u32,
-    /// PDFs read and extracted at once (each holds its file in memory).
-    pub extract_concurrency: usize,
-    /// Blocking summary steps (extraction, cleaning, ranking, chunking, tokenizing, cache
-    /// I/O) run at once, all requests together; 0 = the number of CPUs.
-    pub cpu_concurrency: usize,
-}
-
-impl Default for ServiceConfig {
-    fn default() -> Self {
-        ServiceConfig {
-            max_jobs: 16,
-            max_jobs_per_client: 4,
-            job_retention_s: 300,
-            max_retained_jobs: 256,
-            max_retained_bytes: 16 << 20,
-            read_timeout_s: 60,
-            max_pdf_bytes: 100 << 20,
-            max_text_bytes: 8 << 20,
-            max_pages: 2000,
-            extract_concurrency: 2,
-            cpu_concurrency: 0,
-        }
     }
 }
 
@@ -233,18 +190,10 @@ impl Config {
                 known.keys().cloned().collect::<Vec<_>>().join(", ")
             ));
         }
-        self.scheduler_config()?;
+        self.scheduler.validate().map_err(|e| ConfigError::Invalid(format!("[scheduler]: {e}")))?;
         Ok(())
     }
 
-    /// The `[scheduler]` table as the scheduler's settings (unknown keys are errors).
-    pub fn scheduler_config(&self) -> Result<crate::scheduler::SchedulerConfig, ConfigError> {
-        let cfg: crate::scheduler::SchedulerConfig = toml::Value::Table(self.scheduler.clone())
-            .try_into()
-            .map_err(|e| ConfigError::Invalid(format!("[scheduler]: {e}")))?;
-        cfg.validate().map_err(|e| ConfigError::Invalid(format!("[scheduler]: {e}")))?;
-        Ok(cfg)
-    }
 
     /// The summary template for a model called `general_name`: (name, template, why).
     pub fn template_for(&self, general_name: &str) -> (String, Template, String) {
@@ -280,7 +229,7 @@ mod tests {
         let c = Config::from_toml(OPS_CONFIG).unwrap();
         assert_eq!(c.model.as_deref(), Some(Path::new("/var/lib/seqgpt/models/seqgpt-560m-q4.gguf")));
         assert_eq!(c.device, "auto");
-        assert_eq!(c.scheduler.get("queue_capacity").and_then(|v| v.as_integer()), Some(8));
+        assert_eq!(c.scheduler.queue_capacity, 8);
         assert!(c.cache.enabled);
         assert_eq!(c.service, ServiceConfig::default());
     }
@@ -297,6 +246,8 @@ mod tests {
         assert!(Config::from_toml("[service]\nmax_jobs = 0").is_err());
         assert!(Config::from_toml("[summarize]\ntemplate = \"nope\"").is_err());
         assert!(Config::from_toml("[scheduler]\nqueue_capacity = -1").is_err());
+        assert!(Config::from_toml("[scheduler]\nqueue_capasity = 3").is_err());
+        assert!(Config::from_toml("[scheduler]\nmin_batch = 0").is_err());
         let bad_template = "[summarize.templates.mine]\nkind = \"instruction\"\nprompt = \"no placeholder\"";
         assert!(Config::from_toml(bad_template).is_err());
     }

@@ -3,7 +3,7 @@
 
 use super::errors::{ErrorKind, ServiceError};
 use super::jobs::{JobShared, JobState, Stop};
-use crate::config::ServiceConfig;
+use super::limits::ServiceConfig;
 use crate::summarize::Pipeline;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -8,7 +8,7 @@ use super::errors::{ErrorKind, ServiceError};
 use super::input::DocumentFile;
 use super::jobs::Source;
 use super::options::{self, RequestOptions};
-use crate::config::ServiceConfig;
+use super::limits::ServiceConfig;
 use std::collections::HashMap;
 use std::os::fd::OwnedFd;
 use std::path::Path;

@@ -3,9 +3,11 @@
 //!
 //! Modules: [`summarizer`] (the service object), [`jobs`] (a job's state), [`job_object`]
 //! (its objects on the bus), [`job_task`] (the task that runs it), [`core`] (shared state,
-//! limits, access checks), [`intake`] (a call's arguments checked into a request), [`options`]
-//! (the `a{sv}` options), [`input`] (reading client files safely), [`errors`] (the D-Bus error names), [`bus_string`] (the one string type that goes
-//! on the bus), [`introspection`] (what the service object shows of itself).
+//! quotas, access checks), [`limits`] (the `[service]` settings), [`intake`] (a call's
+//! arguments checked into a request), [`options`] (the `a{sv}` options), [`input`] (reading
+//! client files safely), [`errors`] (the D-Bus error names), [`bus_string`] (the one string
+//! type that goes on the bus), [`introspection`] (what the service object shows of itself),
+//! [`client`] (the proxies clients use).
 //!
 //! [`crate::app::run_daemon`] builds the service on the pipeline, owns the name and runs it
 //! until SIGTERM or SIGINT.
@@ -20,6 +22,7 @@ pub mod introspection;
 pub mod job_object;
 pub mod job_task;
 pub mod jobs;
+pub mod limits;
 pub mod options;
 pub mod summarizer;
 
