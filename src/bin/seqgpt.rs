@@ -24,6 +24,12 @@ enum Command {
     ExtractText(cli::extract_text::ExtractTextArgs),
     /// Summarize a PDF: ask the seqgptd daemon over D-Bus, or run in this process with --local.
     Summarize(cli::summarize::SummarizeArgs),
+    /// List your jobs on the daemon, wait for one (reattach) or cancel one.
+    Jobs(cli::jobs::JobsArgs),
+    /// Ask the daemon's model which of some labels apply to a text.
+    Classify(cli::tasks::ClassifyArgs),
+    /// Ask the daemon's model for the spans of a text of each kind (people, places, ...).
+    Extract(cli::tasks::ExtractArgs),
 }
 
 fn main() {
@@ -45,6 +51,9 @@ fn main() {
         Command::Info(args) => cli::info::run(args),
         Command::ExtractText(args) => cli::extract_text::run(args),
         Command::Summarize(args) => cli::summarize::run(args),
+        Command::Jobs(args) => cli::jobs::run(args),
+        Command::Classify(args) => cli::tasks::classify(args),
+        Command::Extract(args) => cli::tasks::extract(args),
     };
     if let Err(err) = result {
         eprintln!("seqgpt: {err:#}");

@@ -12,7 +12,7 @@ use seqgpt::app::{run_daemon, DaemonOptions};
 use seqgpt::service::Bus;
 use std::path::PathBuf;
 
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum BusArg {
     Session,
     System,
@@ -28,12 +28,24 @@ struct Args {
     /// unix:path=/tmp/test-bus.
     #[arg(long)]
     address: Option<String>,
-    /// The TOML config file (see docs/DBUS.md); without it, every setting is its default.
+    /// The TOML config file (see docs/OPERATIONS.md). Without it, on the session bus:
+    /// $XDG_CONFIG_HOME/seqgpt/seqgptd.toml (~/.config/seqgpt/seqgptd.toml) if it exists;
+    /// else every setting is its default (the extractive summarizer, no model).
     #[arg(long)]
     config: Option<PathBuf>,
     /// The GGUF model file (overrides `model` in the config).
     #[arg(long)]
     model: Option<PathBuf>,
+}
+
+/// The session daemon's config file, if the user wrote one.
+fn user_config() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    let path = base.join("seqgpt/seqgptd.toml");
+    path.exists().then_some(path)
 }
 
 fn main() {
@@ -42,7 +54,10 @@ fn main() {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let config = match &args.config {
+    // The per-user daemon cannot read the system's config (0640 seqgpt:seqgpt): its own is
+    // the user's, where a user can write one.
+    let config_path = args.config.clone().or_else(|| (args.address.is_none() && args.bus == BusArg::Session).then(user_config).flatten());
+    let config = match &config_path {
         Some(path) => match Config::load(path) {
             Ok(c) => c,
             Err(e) => {

@@ -1,5 +1,5 @@
-//! `seqgpt summarize FILE.pdf`: a summary from the daemon (session bus by default; `--system`
-//! or `--address`), with a progress bar and the streamed text on stderr, the summary on
+//! `seqgpt summarize FILE.pdf`: a summary from the daemon (the system service where it is
+//! installed and usable, else the session one: [`super::remote`]), with a progress bar and the streamed text on stderr, the summary on
 //! stdout; or, with `--local`, from the pipeline in this process (extractive unless `--model`
 //! is given), which needs neither a daemon nor model weights.
 
@@ -7,7 +7,8 @@ use crate::config::Config;
 use crate::service::errors::ServiceError;
 use crate::service::client::{self, JobSignal};
 use crate::service::options::{parse_pages, RequestOptions};
-use crate::service::{connection_builder, Bus, SERVICE_NAME};
+use crate::service::SERVICE_NAME;
+use super::remote::RemoteArgs;
 use crate::summarize::pipeline::{Input, Observer, Stage};
 use crate::summarize::document::Anchor;
 use crate::summarize::{Language, Length, MethodChoice, Style, Summary, SummaryOptions};
@@ -57,7 +58,7 @@ pub struct SummarizeArgs {
     #[arg(long)]
     pub text: bool,
     /// Run the pipeline in this process instead of asking the daemon.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["system", "session", "address"])]
     pub local: bool,
     /// With --local: the GGUF model (without it, the extractive summarizer).
     #[arg(long, requires = "local")]
@@ -74,9 +75,13 @@ pub struct SummarizeArgs {
     /// Pages to summarize: N or A-B (1-based).
     #[arg(long)]
     pub pages: Option<String>,
-    /// Password of an encrypted PDF.
+    /// Password of an encrypted PDF (visible to other local users in the process list:
+    /// prefer --password-file).
     #[arg(long)]
     pub password: Option<String>,
+    /// Read the PDF's password from FILE ("-": standard input), its first line.
+    #[arg(long, value_name = "FILE", conflicts_with = "password")]
+    pub password_file: Option<PathBuf>,
     /// The summary's length: short, medium or long (60, 120, 250 words; a CJK character counts
     /// as a word). --max-words overrides it.
     #[arg(long, value_enum, default_value = "medium")]
@@ -86,8 +91,10 @@ pub struct SummarizeArgs {
     /// prose.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub max_words: Option<u32>,
+    /// The summary's language: auto follows the document.
     #[arg(long, value_enum, default_value = "auto")]
     pub language: LanguageArg,
+    /// One paragraph, or one bullet ("- ") per sentence.
     #[arg(long, value_enum, default_value = "paragraph")]
     pub style: StyleArg,
     /// auto: the model when one is loaded; model: fail without one; extractive: never the model.
@@ -106,12 +113,8 @@ pub struct SummarizeArgs {
     /// (JSON).
     #[arg(long, requires = "local")]
     pub explain: bool,
-    /// Ask the daemon on the system bus.
-    #[arg(long, conflicts_with_all = ["address", "local"])]
-    pub system: bool,
-    /// Ask the daemon on this D-Bus address (unix:path=...).
-    #[arg(long, conflicts_with = "local")]
-    pub address: Option<String>,
+    #[command(flatten)]
+    pub remote: RemoteArgs,
     /// Give up after this many seconds (0: wait as long as it takes).
     #[arg(long, default_value_t = 0)]
     pub timeout: u64,
@@ -147,7 +150,24 @@ impl SummarizeArgs {
     }
 }
 
-pub fn run(args: SummarizeArgs) -> anyhow::Result<()> {
+/// The first line of a password file ("-": standard input), without its line ending.
+pub fn read_password(path: &std::path::Path) -> anyhow::Result<String> {
+    let mut text = String::new();
+    if path.as_os_str() == "-" {
+        std::io::stdin().read_to_string(&mut text).context("reading the password from standard input")?;
+    } else {
+        text = std::fs::read_to_string(path).with_context(|| format!("reading the password file {}", path.display()))?;
+    }
+    Ok(text.lines().next().unwrap_or("").to_string())
+}
+
+pub fn run(mut args: SummarizeArgs) -> anyhow::Result<()> {
+    if let Some(file) = args.password_file.take() {
+        if file.as_os_str() == "-" && args.file.as_os_str() == "-" {
+            bail!("standard input cannot hold both the PDF and its password (--password-file -)");
+        }
+        args.password = Some(read_password(&file)?);
+    }
     if args.explain {
         let bytes = read_input(&args)?;
         let input = if args.text { Input::Text(text_of(bytes, &args)?) } else { Input::Pdf { bytes, permit: None } };
@@ -174,16 +194,16 @@ pub fn run(args: SummarizeArgs) -> anyhow::Result<()> {
     print_outcome(&outcome, args.json)
 }
 
-/// What the command prints.
-struct Outcome {
-    summary: String,
-    method: String,
-    sentences: Vec<Anchor>,
-    stats: serde_json::Value,
-    job: Option<String>,
+/// What the command prints (also `seqgpt jobs --wait`).
+pub(super) struct Outcome {
+    pub summary: String,
+    pub method: String,
+    pub sentences: Vec<Anchor>,
+    pub stats: serde_json::Value,
+    pub job: Option<String>,
 }
 
-fn print_outcome(o: &Outcome, json: bool) -> anyhow::Result<()> {
+pub(super) fn print_outcome(o: &Outcome, json: bool) -> anyhow::Result<()> {
     if json {
         let v = serde_json::json!({"summary": o.summary, "method": o.method, "sentences": o.sentences, "stats": o.stats, "job": o.job});
         println!("{v}");
@@ -316,13 +336,8 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
 
 /// Asks the daemon.
 async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
-    let bus = match (&args.address, args.system) {
-        (Some(a), _) => Bus::Address(a.clone()),
-        (None, true) => Bus::System,
-        (None, false) => Bus::Session,
-    };
-    let conn = connection_builder(&bus)?.build().await.context("connecting to the bus")?;
-    let options = client::encode_options(&RequestOptions { summary: args.options()?, detach: false });
+    let (conn, _) = args.remote.connect().await?;
+    let options = client::encode_options(&RequestOptions { summary: args.options()?, ..Default::default() });
     let text = if args.text { Some(text_of(read_input(args)?, args)?) } else { None };
     // The daemon's unique name (activating it if it is installed and not running), known
     // before the job starts: the job's signals come from it.
@@ -412,7 +427,7 @@ fn memfd_with(bytes: &[u8]) -> anyhow::Result<std::fs::File> {
     Ok(file)
 }
 
-fn remote_error(e: zbus::Error) -> anyhow::Error {
+pub(super) fn remote_error(e: zbus::Error) -> anyhow::Error {
     match e {
         zbus::Error::MethodError(name, Some(msg), _) => anyhow::anyhow!("{name}: {msg}"),
         zbus::Error::MethodError(name, None, _) => anyhow::anyhow!("{name}"),
@@ -421,7 +436,7 @@ fn remote_error(e: zbus::Error) -> anyhow::Error {
 }
 
 /// The `anchors` of a Finished signal (`a(suuua(dddd))`, docs/DBUS.md).
-fn anchors_of(v: &Value<'_>) -> Vec<Anchor> {
+pub(super) fn anchors_of(v: &Value<'_>) -> Vec<Anchor> {
     type Wire = Vec<(String, u32, u32, u32, Vec<(f64, f64, f64, f64)>)>;
     let Ok(list) = <Wire>::try_from(v.try_clone().unwrap_or(Value::from(false))) else { return Vec::new() };
     list.into_iter()
@@ -436,7 +451,7 @@ fn anchors_of(v: &Value<'_>) -> Vec<Anchor> {
 }
 
 /// A stats dictionary as JSON (numbers, booleans, strings, string lists).
-fn dict_to_json(d: &HashMap<String, OwnedValue>) -> serde_json::Value {
+pub(super) fn dict_to_json(d: &HashMap<String, OwnedValue>) -> serde_json::Value {
     let mut m = serde_json::Map::new();
     let mut keys: Vec<&String> = d.keys().collect();
     keys.sort();

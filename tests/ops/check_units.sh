@@ -92,7 +92,7 @@ done
 for line in Type=notify WatchdogSec=60s Restart=on-failure NoNewPrivileges=yes \
     RestrictAddressFamilies=AF_UNIX StateDirectory=seqgpt CacheDirectory=seqgpt \
     MemoryDenyWriteExecute=yes "BusName=$name" \
-    "ExecStart=/usr/bin/seqgptd --bus session --config /etc/seqgpt/seqgptd.toml"; do
+    "ExecStart=/usr/bin/seqgptd --bus session"; do
     need "$user_unit" "$line"
 done
 ok "unit settings (notify, watchdog, restart, user and groups, sandbox, resources)"

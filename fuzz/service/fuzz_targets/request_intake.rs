@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 use zbus::zvariant::{self, OwnedValue, Value};
 
-const KEYS: &[&str] = &["pages", "length", "language", "style", "password", "method", "no_cache", "detach", "lenght", ""];
+const KEYS: &[&str] = &["pages", "length", "language", "style", "password", "method", "no_cache", "detach", "max_words", "handle_token", "lenght", ""];
 const WORDS: &[&str] = &["short", "medium", "long", "auto", "en", "zh", "bullets", "paragraph", "model", "extractive", "2-3", "0", "3-", "1..2", "5-2"];
 
 fn runtime() -> &'static tokio::runtime::Runtime {

@@ -33,6 +33,13 @@ pub trait Summarizer {
     fn classify(&self, text: &str, labels: &[&str]) -> zbus::Result<(Vec<String>, String)>;
     /// SeqGPT span extraction: kind -> spans, and the model's raw answer.
     fn extract(&self, text: &str, kinds: &[&str]) -> zbus::Result<(HashMap<String, Vec<String>>, String)>;
+    /// The caller's own jobs: (path, state).
+    fn list_jobs(&self) -> zbus::Result<Vec<(OwnedObjectPath, String)>>;
+
+    #[zbus(property)]
+    fn interface_version(&self) -> zbus::Result<u32>;
+    #[zbus(property)]
+    fn capabilities(&self) -> zbus::Result<Vec<String>>;
 
     #[zbus(property)]
     fn version(&self) -> zbus::Result<String>;
@@ -129,6 +136,24 @@ pub async fn job<'a>(conn: &Connection, path: OwnedObjectPath) -> zbus::Result<J
 /// The service proxy, on `conn` (properties read fresh: `QueueLength` and `Stats` change).
 pub async fn summarizer<'a>(conn: &Connection) -> zbus::Result<SummarizerProxy<'a>> {
     SummarizerProxy::builder(conn).cache_properties(zbus::proxy::CacheProperties::No).build().await
+}
+
+/// Whether the daemon on `conn`'s bus is there (running or activatable) and answers this
+/// caller: a `Peer.Ping`, which a system bus's policy refuses to users who may not call the
+/// service, and which starts an installed service that is not running.
+pub async fn serves_caller(conn: &Connection) -> bool {
+    let Ok(dbus) = zbus::fdo::DBusProxy::new(conn).await else { return false };
+    let Ok(name) = zbus::names::BusName::try_from(SERVICE_NAME) else { return false };
+    let present = dbus.name_has_owner(name).await.unwrap_or(false)
+        || dbus.list_activatable_names().await.is_ok_and(|names| names.iter().any(|n| n.as_str() == SERVICE_NAME));
+    if !present {
+        return false;
+    }
+    let ping = async {
+        let peer = zbus::fdo::PeerProxy::builder(conn).destination(SERVICE_NAME)?.path(SERVICE_PATH)?.build().await?;
+        Ok::<(), zbus::Error>(peer.ping().await?)
+    };
+    ping.await.is_ok()
 }
 
 /// Starts the daemon by D-Bus activation if it is not running (a `Peer.Ping` to its name)

@@ -227,8 +227,15 @@ impl Core {
         *self.active.borrow()
     }
 
-    pub fn register(&self, job: Arc<JobShared>) {
-        self.table().jobs.insert(job.id, job);
+    /// Adds `job` to the table; false (and nothing added) when a job, running or retained,
+    /// already has its path (a `handle_token` used twice).
+    pub fn register(&self, job: Arc<JobShared>) -> bool {
+        let mut t = self.table();
+        if t.jobs.values().any(|j| j.path == job.path) {
+            return false;
+        }
+        t.jobs.insert(job.id, job);
+        true
     }
 
     /// Records that `job` ended; returns the ids of finished jobs to remove now to respect

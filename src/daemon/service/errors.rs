@@ -20,6 +20,10 @@ pub enum ErrorKind {
     /// Malformed options, a bad page range, a descriptor that is not a readable regular file:
     /// `org.freedesktop.DBus.Error.InvalidArgs`.
     InvalidArgs,
+    /// SummarizePath: no such file: `org.freedesktop.DBus.Error.FileNotFound`.
+    FileNotFound,
+    /// SummarizePath: the daemon may not open the file.
+    PermissionDenied,
     /// Not a PDF, or damaged beyond repair.
     InvalidPdf,
     /// The PDF is encrypted and the password is missing, wrong, or its encryption unsupported.
@@ -46,6 +50,8 @@ impl ErrorKind {
             ErrorKind::AccessDenied => "org.freedesktop.DBus.Error.AccessDenied",
             ErrorKind::InvalidArgs => "org.freedesktop.DBus.Error.InvalidArgs",
             ErrorKind::Failed => "org.freedesktop.DBus.Error.Failed",
+            ErrorKind::FileNotFound => "org.freedesktop.DBus.Error.FileNotFound",
+            ErrorKind::PermissionDenied => "org.seqgpt.Summarizer1.Error.PermissionDenied",
             ErrorKind::InvalidPdf => "org.seqgpt.Summarizer1.Error.InvalidPdf",
             ErrorKind::Encrypted => "org.seqgpt.Summarizer1.Error.Encrypted",
             ErrorKind::NoText => "org.seqgpt.Summarizer1.Error.NoText",
@@ -56,10 +62,12 @@ impl ErrorKind {
         }
     }
 
-    pub const ALL: [ErrorKind; 11] = [
+    pub const ALL: [ErrorKind; 13] = [
         ErrorKind::Busy,
         ErrorKind::AccessDenied,
         ErrorKind::InvalidArgs,
+        ErrorKind::FileNotFound,
+        ErrorKind::PermissionDenied,
         ErrorKind::InvalidPdf,
         ErrorKind::Encrypted,
         ErrorKind::NoText,

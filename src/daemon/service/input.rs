@@ -107,15 +107,18 @@ impl DocumentFile {
     }
 }
 
-/// A path that cannot be opened: not found and permission denied say so.
+/// A path that cannot be opened: not found and permission denied have their own error
+/// names (a client can tell "fix the path" from "pass a descriptor").
 fn open_error(path: &str, e: &std::io::Error) -> ServiceError {
-    let why = match e.kind() {
-        std::io::ErrorKind::NotFound => "no such file".to_string(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-        _ if e.raw_os_error() == Some(libc::ELOOP) => "it is a symbolic link".to_string(),
-        _ => e.to_string(),
-    };
-    ServiceError::invalid_args(format!("cannot open '{path}': {why}"))
+    match e.kind() {
+        std::io::ErrorKind::NotFound => ServiceError::new(ErrorKind::FileNotFound, format!("cannot open '{path}': no such file")),
+        std::io::ErrorKind::PermissionDenied => ServiceError::new(
+            ErrorKind::PermissionDenied,
+            format!("cannot open '{path}': permission denied to the daemon's user; pass the file's descriptor to SummarizeFd"),
+        ),
+        _ if e.raw_os_error() == Some(libc::ELOOP) => ServiceError::invalid_args(format!("cannot open '{path}': it is a symbolic link")),
+        _ => ServiceError::invalid_args(format!("cannot open '{path}': {e}")),
+    }
 }
 
 fn not_regular(ft: std::fs::FileType) -> ServiceError {

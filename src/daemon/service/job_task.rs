@@ -6,7 +6,8 @@ use super::bus_string::BusString;
 use super::core::{Core, Slot};
 use super::errors::{ErrorKind, ServiceError};
 use super::job_object::{JobObject, JobProperties};
-use super::jobs::{job_path, stats_dict, JobShared, JobState, Source, JOB_INTERFACE};
+use super::jobs::{job_path, token_path, JobShared, JobState, Source, JOB_INTERFACE};
+use super::options::RequestOptions;
 use crate::summarize::pipeline::{Input, Observer, Stage};
 use crate::summarize::{Method, Summary};
 use std::collections::HashMap;
@@ -52,11 +53,20 @@ pub async fn start(
     who: Requester,
     slot: Slot,
     source: Source,
-    options: crate::summarize::SummaryOptions,
-    detached: bool,
+    options: RequestOptions,
 ) -> Result<OwnedObjectPath, ServiceError> {
-    let job = Arc::new(JobShared::new(core.next_id(), job_path(), who.owner, who.uid, detached));
-    core.register(job.clone());
+    let path = match &options.handle_token {
+        Some(token) => token_path(who.owner.as_str(), token),
+        None => job_path(),
+    };
+    let mut job = JobShared::new(core.next_id(), path, who.owner, who.uid, options.detach);
+    job.ignored_options = options.ignored;
+    let job = Arc::new(job);
+    if !core.register(job.clone()) {
+        core.release(slot);
+        let token = options.handle_token.unwrap_or_default();
+        return Err(ServiceError::invalid_args(format!("handle_token '{token}' is already the path of one of your jobs")));
+    }
     let object = JobObject { job: job.clone(), core: core.clone() };
     let properties = JobProperties { object: JobObject { job: job.clone(), core: core.clone() } };
     let server = conn.object_server();
@@ -74,7 +84,7 @@ pub async fn start(
     }
     core.counters.accepted.fetch_add(1, Ordering::Relaxed);
     let path = job.path.clone();
-    tokio::spawn(run(core.clone(), conn.clone(), job, slot, source, options));
+    tokio::spawn(run(core.clone(), conn.clone(), job, slot, source, options.summary));
     Ok(path)
 }
 
@@ -276,7 +286,7 @@ async fn publish_end(core: &Core, job: &JobShared, emitter: &SignalEmitter<'_>, 
     let _ = JobProperties::properties_changed(emitter, interface_name(), changed, invalidated).await;
     match &result {
         Ok(s) => {
-            let _ = JobObject::finished(emitter, &BusString::text(&s.text), stats_dict(s)).await;
+            let _ = JobObject::finished(emitter, &BusString::text(&s.text), job.stats_of(s)).await;
         }
         Err(e) => {
             let _ = JobObject::failed(emitter, &BusString::message(e.name()), &e.message).await;

@@ -97,6 +97,8 @@ pub struct JobShared {
     /// Its Unix user (system bus only).
     pub owner_uid: Option<u32>,
     pub detached: bool,
+    /// Option keys of the request this daemon does not know (listed in the result's stats).
+    pub ignored_options: Vec<String>,
     view: Mutex<View>,
     stopped: watch::Sender<Option<Stop>>,
     done: watch::Sender<bool>,
@@ -113,6 +115,7 @@ impl JobShared {
             owner,
             owner_uid,
             detached,
+            ignored_options: Vec::new(),
             view: Mutex::new(View {
                 state: JobState::Queued,
                 stage: "",
@@ -193,7 +196,7 @@ impl JobShared {
             Ok(s) => {
                 v.summary = BusString::text(&s.text);
                 v.method = s.method.as_str();
-                v.stats = stats_dict(s);
+                v.stats = self.stats_of(s);
                 v.anchors = anchor_tuples(&s.sentences);
                 let end = v.progress.1.max(v.progress.0);
                 v.progress = (end, end);
@@ -201,6 +204,19 @@ impl JobShared {
             Err(e) => v.error = Some(e.clone()),
         }
         (result, state)
+    }
+
+    /// The stats of a result as this job reports them: [`stats_dict`], and the request's
+    /// unknown option keys when there were any.
+    pub fn stats_of(&self, summary: &Summary) -> HashMap<String, OwnedValue> {
+        let mut d = stats_dict(summary);
+        if !self.ignored_options.is_empty() {
+            let keys: Vec<String> = self.ignored_options.iter().map(|k| BusString::message(k).into_string()).collect();
+            if let Ok(v) = OwnedValue::try_from(Value::from(keys)) {
+                d.insert("ignored_options".to_string(), v);
+            }
+        }
+        d
     }
 
     /// Wakes the callers of [`JobShared::wait`].
@@ -234,6 +250,15 @@ impl JobShared {
 pub fn job_path() -> OwnedObjectPath {
     let token: u128 = rand::random();
     OwnedObjectPath::try_from(format!("{JOBS_PATH}/j{token:032x}")).expect("a valid object path")
+}
+
+/// The path of a job asked for with `handle_token`: `JOBS_PATH/SENDER/TOKEN`, SENDER being
+/// the caller's unique name without its ':' and with '_' for '.' (as the XDG desktop portals
+/// do), so that a client knows the path before its call and can subscribe to the job's
+/// signals first. `token` was checked by the options parser (`[A-Za-z0-9_]{1,64}`).
+pub fn token_path(sender: &str, token: &str) -> OwnedObjectPath {
+    let sender: String = sender.trim_start_matches(':').chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
+    OwnedObjectPath::try_from(format!("{JOBS_PATH}/{sender}/{token}")).expect("a valid object path")
 }
 
 /// A sentence's anchor on the bus: text, page, start, end (characters of the page's text),
@@ -328,6 +353,11 @@ mod tests {
         assert_eq!(state, JobState::Cancelled);
         assert_eq!(r.unwrap_err().kind, ErrorKind::Cancelled);
         assert!(!job.stop(Stop::Cancelled), "a finished job is not stopped");
+    }
+
+    #[test]
+    fn token_paths_are_computable() {
+        assert_eq!(token_path(":1.42", "t_1").as_str(), "/org/seqgpt/Summarizer1/jobs/1_42/t_1");
     }
 
     #[test]

@@ -11,16 +11,25 @@
 //! | `no_cache` | b       | skip the summary cache                   | false    |
 //! | `detach`   | b       | keep the job when the caller disconnects | false    |
 //! | `max_words`| u       | the most words of the summary (1-100000) | by length|
+//! | `handle_token` | s   | the job's path: `jobs/SENDER/TOKEN` (portal practice) | random |
 //!
-//! Unknown keys and wrong types are `InvalidArgs`: a misspelt option must not be ignored.
-//! [`encode`] is [`parse`]'s inverse, for clients ([`super::client`]).
+//! Unknown keys are ignored and listed in the result's stats (`ignored_options`), so that a
+//! newer client works with an older daemon (the practice of the XDG desktop portals); a known
+//! key with a wrong type or value is `InvalidArgs`. [`encode`] is [`parse`]'s inverse, for
+//! clients ([`super::client`]).
 
 use super::errors::ServiceError;
 use crate::summarize::{Language, Length, MethodChoice, Style, SummaryOptions};
 use std::collections::HashMap;
 use zbus::zvariant::{OwnedValue, Value};
 
-pub const KEYS: &[&str] = &["pages", "length", "language", "style", "password", "method", "no_cache", "detach", "max_words"];
+pub const KEYS: &[&str] =
+    &["pages", "length", "language", "style", "password", "method", "no_cache", "detach", "max_words", "handle_token"];
+
+/// Unknown keys listed at most, and the characters kept of each: the list goes back to the
+/// client, who chose the keys.
+const MAX_IGNORED: usize = 32;
+const MAX_IGNORED_CHARS: usize = 64;
 
 /// Parsed options: the pipeline's, and the service's own.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,6 +38,10 @@ pub struct RequestOptions {
     /// The job survives its caller's disconnection (busctl and gdbus callers disconnect
     /// right after the call).
     pub detach: bool,
+    /// `handle_token`: the last element of the job's path (`[A-Za-z0-9_]`, 1-64 characters).
+    pub handle_token: Option<String>,
+    /// Keys this daemon does not know, sorted (at most 32, each cut to 64 characters).
+    pub ignored: Vec<String>,
 }
 
 pub fn parse(options: &HashMap<String, OwnedValue>) -> Result<RequestOptions, ServiceError> {
@@ -86,8 +99,21 @@ pub fn parse(options: &HashMap<String, OwnedValue>) -> Result<RequestOptions, Se
                 out.summary.max_words = Some(n as u32);
             }
             "detach" => out.detach = boolean(key, value)?,
+            "handle_token" => {
+                let token = string(key, value)?;
+                let valid = (1..=64).contains(&token.len()) && token.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+                if !valid {
+                    return Err(ServiceError::invalid_args(format!(
+                        "handle_token '{}': expected 1 to 64 characters of A-Z, a-z, 0-9 and _",
+                        echo(token)
+                    )));
+                }
+                out.handle_token = Some(token.to_string());
+            }
             other => {
-                return Err(ServiceError::invalid_args(format!("unknown option '{}' (known: {})", echo(other), KEYS.join(", "))));
+                if out.ignored.len() < MAX_IGNORED {
+                    out.ignored.push(other.chars().take(MAX_IGNORED_CHARS).collect());
+                }
             }
         }
     }
@@ -126,6 +152,9 @@ pub fn encode(options: &RequestOptions) -> HashMap<&'static str, Value<'static>>
     }
     if options.detach {
         out.insert("detach", Value::from(true));
+    }
+    if let Some(t) = &options.handle_token {
+        out.insert("handle_token", Value::from(t.clone()));
     }
     out
 }
@@ -202,12 +231,14 @@ mod tests {
                 max_words: Some(55),
             },
             detach: true,
+            handle_token: Some("tok_1".into()),
+            ignored: vec![],
         };
         let wire: HashMap<String, OwnedValue> =
             encode(&asked).into_iter().map(|(k, v)| (k.to_string(), OwnedValue::try_from(v).unwrap())).collect();
         assert_eq!(wire.len(), KEYS.len());
         assert_eq!(parse(&wire).unwrap(), asked);
-        let some = RequestOptions { summary: SummaryOptions { pages: Some(3..=4), ..Default::default() }, detach: false };
+        let some = RequestOptions { summary: SummaryOptions { pages: Some(3..=4), ..Default::default() }, ..Default::default() };
         let wire: HashMap<String, OwnedValue> =
             encode(&some).into_iter().map(|(k, v)| (k.to_string(), OwnedValue::try_from(v).unwrap())).collect();
         assert_eq!(wire.len(), 1);
@@ -242,12 +273,15 @@ mod tests {
     #[test]
     fn bad_options_are_invalid_args() {
         for bad in [
-            opts(&[("lenght", Value::from("short"))]),
             opts(&[("length", Value::from("tiny"))]),
             opts(&[("length", Value::from(3u32))]),
             opts(&[("pages", Value::from("5-2"))]),
             opts(&[("pages", Value::from("0"))]),
             opts(&[("no_cache", Value::from("yes"))]),
+            opts(&[("handle_token", Value::from("a/b"))]),
+            opts(&[("handle_token", Value::from(""))]),
+            opts(&[("handle_token", Value::from("x".repeat(65)))]),
+            opts(&[("handle_token", Value::from(7u32))]),
         ] {
             let e = parse(&bad).unwrap_err();
             assert_eq!(e.name(), "org.freedesktop.DBus.Error.InvalidArgs", "{e}");
@@ -256,5 +290,18 @@ mod tests {
         let huge = "9".repeat(1 << 20);
         let e = parse(&opts(&[("pages", Value::from(huge))])).unwrap_err();
         assert!(e.message.len() < 200, "{}", e.message.len());
+    }
+
+    #[test]
+    fn unknown_keys_are_ignored_and_listed() {
+        let o = parse(&opts(&[("lenght", Value::from("short")), ("zoom", Value::from(2u32)), ("length", Value::from("long"))])).unwrap();
+        assert_eq!(o.ignored, vec!["lenght".to_string(), "zoom".to_string()]);
+        assert_eq!(o.summary.length, Length::Long);
+        // A client choosing many long keys gets a bounded list back.
+        let many: Vec<(String, Value<'static>)> = (0..100).map(|i| (format!("{i:03}{}", "k".repeat(200)), Value::from(true))).collect();
+        let many: HashMap<String, OwnedValue> = many.into_iter().map(|(k, v)| (k, OwnedValue::try_from(v).unwrap())).collect();
+        let o = parse(&many).unwrap();
+        assert_eq!(o.ignored.len(), 32);
+        assert!(o.ignored.iter().all(|k| k.chars().count() == 64));
     }
 }

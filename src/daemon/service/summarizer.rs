@@ -17,6 +17,22 @@ use zbus::{interface, Connection};
 pub const SERVICE_NAME: &str = "org.seqgpt.Summarizer1";
 pub const SERVICE_PATH: &str = "/org/seqgpt/Summarizer1";
 
+/// The interface's version: raised whenever a method, property, option or signal is added,
+/// so that a client can tell what an older daemon lacks. 1 was the first published API; 2
+/// added InterfaceVersion, Capabilities, ListJobs, the `handle_token` option, ignoring
+/// unknown options, and the FileNotFound and PermissionDenied errors of SummarizePath.
+pub const INTERFACE_VERSION: u32 = 2;
+
+/// What this daemon offers, for clients that test a feature rather than a version.
+pub fn capabilities(bus: BusKind) -> Vec<&'static str> {
+    let mut c = vec!["summarize-fd", "summarize-text"];
+    if path_allowed(bus) {
+        c.push("summarize-path");
+    }
+    c.extend(["classify", "extract", "anchors", "max-words", "handle-token", "list-jobs", "ignore-unknown-options"]);
+    c
+}
+
 pub struct Summarizer {
     pub core: Arc<Core>,
 }
@@ -35,8 +51,7 @@ impl Summarizer {
     /// Starts the job of a checked request for its caller.
     async fn start(&self, conn: &Connection, hdr: &Header<'_>, request: intake::Request) -> Result<OwnedObjectPath, ServiceError> {
         let (who, slot) = self.admit(conn, hdr).await?;
-        let o = request.options;
-        job_task::start(&self.core, conn, who, slot, request.source, o.summary, o.detach).await
+        job_task::start(&self.core, conn, who, slot, request.source, request.options).await
     }
 
     /// The caller and a place for its request under the limits (per connection, or per
@@ -157,10 +172,40 @@ impl Summarizer {
         Ok((spans, BusString::text(&raw)))
     }
 
-    /// The daemon's version.
+    /// The caller's own jobs, unfinished and retained: (path, state). On the system bus the
+    /// jobs of the caller's Unix user (root: all); elsewhere every job (one user). A client
+    /// that restarted finds its detached jobs here.
+    async fn list_jobs(
+        &self,
+        #[zbus(header)] hdr: Header<'_>,
+        #[zbus(connection)] conn: &Connection,
+    ) -> Result<Vec<(OwnedObjectPath, BusString)>, ServiceError> {
+        let caller = caller(&hdr)?;
+        let mut out = Vec::new();
+        for job in self.core.jobs() {
+            if self.core.check_access(conn, Some(&caller.as_ref()), &job).await.is_ok() {
+                out.push((job.path.clone(), BusString::message(job.state().as_str())));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The daemon's version (its package's).
     #[zbus(property(emits_changed_signal = "const"))]
     fn version(&self) -> BusString {
         BusString::message(env!("CARGO_PKG_VERSION"))
+    }
+
+    /// The interface's version (see docs/DBUS.md for what each added).
+    #[zbus(property(emits_changed_signal = "const"))]
+    fn interface_version(&self) -> u32 {
+        INTERFACE_VERSION
+    }
+
+    /// Features this daemon offers (summarize-path only off the system bus).
+    #[zbus(property(emits_changed_signal = "const"))]
+    fn capabilities(&self) -> Vec<BusString> {
+        capabilities(self.core.bus).into_iter().map(BusString::message).collect()
     }
 
     /// The loaded model's name (general.name), or "" when summaries are extractive only.
