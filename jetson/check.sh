@@ -75,6 +75,8 @@ echo "cargo-deb: $(cargo deb --version)"
 
 # --- 2. build -------------------------------------------------------------------------------
 step "cross build (release, nice $nice_level)"
+# A fresh clone has no target folder yet: the redirect below needs it.
+mkdir -p "$td"
 cross_cargo build --release --workspace --bins --target "$target" --target-dir "$td" \
     --message-format=json-render-diagnostics >"$td/artifacts.json"
 # Binaries this build made (or found fresh), not whatever an older tree left in target/cross.

@@ -54,6 +54,11 @@ systemd/dbus/services/org.seqgpt.Summarizer1.service|usr/share/dbus-1/services/o
 systemd/dbus/system.d/org.seqgpt.Summarizer1.conf|usr/share/dbus-1/system.d/org.seqgpt.Summarizer1.conf|0644
 docs/OPERATIONS.md|usr/share/doc/seqgpt-fast/OPERATIONS.md|0644
 docs/JETSON.md|usr/share/doc/seqgpt-fast/JETSON.md|0644
+docs/DBUS.md|usr/share/doc/seqgpt-fast/DBUS.md|0644
+systemd/dbus/interfaces/org.seqgpt.Summarizer1.xml|usr/share/dbus-1/interfaces/org.seqgpt.Summarizer1.xml|0644
+examples/summarize_gdbus.c|usr/share/doc/seqgpt-fast/examples/summarize_gdbus.c|0644
+examples/summarize_gio.py|usr/share/doc/seqgpt-fast/examples/summarize_gio.py|0644
+examples/summarize_client.rs|usr/share/doc/seqgpt-fast/examples/summarize_client.rs|0644
 EOF
 }
 config_src=$top/systemd/seqgptd.toml
@@ -73,7 +78,8 @@ if [ "$action" = uninstall ]; then
     fi
     files | while IFS='|' read -r _src dst _mode; do rm -f "$root/$dst"; done
     rm -f "$cuda_dst"
-    rmdir "$root/etc/systemd/system/seqgptd.service.d" "$root/usr/share/doc/seqgpt-fast" 2>/dev/null || true
+    rmdir "$root/etc/systemd/system/seqgptd.service.d" "$root/usr/share/doc/seqgpt-fast/examples" \
+        "$root/usr/share/doc/seqgpt-fast" 2>/dev/null || true
     if [ "$live" = 1 ] && [ -d /run/systemd/system ]; then
         systemctl daemon-reload
     fi

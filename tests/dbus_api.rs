@@ -9,7 +9,7 @@ mod dbus_harness;
 use dbus_harness::*;
 use seqgpt::service::client;
 use std::collections::HashMap;
-use std::process::{Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 use zbus::zvariant::{OwnedValue, Value};
 
@@ -280,6 +280,97 @@ async fn classify_and_extract_from_the_command_line() {
         // Without a kind to look for, clap refuses before anything is sent.
         let none = seqgpt(&["extract", "--address", &address, "-"], &[], Some(b"x"));
         assert!(!none.status.success());
+    })
+    .await
+    .unwrap();
+}
+
+/// The interface file installed for gdbus-codegen and qdbusxml2cpp
+/// (/usr/share/dbus-1/interfaces/) is what the daemon introspects: a change to the API that the
+/// file misses fails here. `SEQGPT_BLESS=1` rewrites the file from the daemon.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_installed_interface_xml_is_what_the_daemon_introspects() {
+    let Some(bus) = Bus::start() else { return };
+    let _daemon = Daemon::start(&bus, "", &[]);
+    let c = Client::connect(&bus.address).await;
+    let introspect = |path: String| {
+        let conn = c.conn.clone();
+        async move {
+            let reply = conn.call_method(Some(NAME), path.as_str(), Some("org.freedesktop.DBus.Introspectable"), "Introspect", &()).await.unwrap();
+            reply.body().deserialize::<String>().unwrap()
+        }
+    };
+    let job = c.summarize_text(ARTICLE, &opts(&[])).await.unwrap();
+    let service_xml = introspect(PATH.to_string()).await;
+    let job_xml = introspect(job.to_string()).await;
+    let interface = |xml: &str, name: &str| -> String {
+        let start = xml.find(&format!("<interface name=\"{name}\">")).unwrap_or_else(|| panic!("{name} not in {xml}"));
+        let end = start + xml[start..].find("</interface>").unwrap() + "</interface>".len();
+        format!("  {}\n", &xml[start..end])
+    };
+    let generated = format!(
+        "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\"\n \
+         \"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n\
+         <!-- org.seqgpt.Summarizer1 (the service object /org/seqgpt/Summarizer1) and org.seqgpt.Job1\n     \
+         (its job objects), interface version 2: docs/DBUS.md describes every member.\n     \
+         Generated from the daemon's introspection; tests/dbus_api.rs keeps the two equal. -->\n\
+         <node>\n{}{}</node>\n",
+        interface(&service_xml, "org.seqgpt.Summarizer1"),
+        interface(&job_xml, "org.seqgpt.Job1")
+    );
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("systemd/dbus/interfaces/org.seqgpt.Summarizer1.xml");
+    if std::env::var_os("SEQGPT_BLESS").is_some() {
+        std::fs::write(&file, &generated).unwrap();
+    }
+    let installed = std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(installed == generated, "{} differs from the daemon's introspection (SEQGPT_BLESS=1 rewrites it):\n{generated}", file.display());
+}
+
+/// The C (GDBus) example builds with the system's GLib and gets the same summary as
+/// `seqgpt summarize`; a refused document ends it with the error's name. The Python (Gio)
+/// example runs too (its daemon-vanished path is in dbus_hostile.rs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_c_and_python_examples_summarize_a_pdf() {
+    let has_gio = Command::new("pkg-config").args(["--exists", "gio-unix-2.0"]).status().is_ok_and(|s| s.success());
+    let has_gi = Command::new("/usr/bin/python3").args(["-c", "import gi"]).status().is_ok_and(|s| s.success());
+    if !(has_gio && has_gi) {
+        assert!(std::env::var_os("CI").is_none(), "libglib2.0-dev or python3-gi is missing under CI (tests/deps.sh installs them)");
+        eprintln!("SKIPPED: the GLib examples need libglib2.0-dev, pkg-config and python3-gi");
+        return;
+    }
+    let Some(bus) = Bus::start() else { return };
+    let _daemon = Daemon::start(&bus, "", &[]);
+    let address = bus.address.clone();
+    let exe = bus.dir.path().join("summarize_gdbus");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    tokio::task::spawn_blocking(move || {
+        let flags = Command::new("pkg-config").args(["--cflags", "--libs", "gio-unix-2.0"]).output().unwrap();
+        let flags = String::from_utf8(flags.stdout).unwrap();
+        let build = Command::new("cc")
+            .args(["-std=c11", "-Wall", "-Werror", "-o"])
+            .arg(&exe)
+            .arg(root.join("examples/summarize_gdbus.c"))
+            .args(flags.split_whitespace())
+            .output()
+            .unwrap();
+        assert!(build.status.success(), "{}", String::from_utf8_lossy(&build.stderr));
+        let pdf = sample("report-3pages.pdf");
+        let expected = ok(&seqgpt(&["summarize", "--length", "short", "--address", &address, pdf.to_str().unwrap()], &[], None));
+        let c = Command::new(&exe).args([pdf.to_str().unwrap(), "short", "--address", &address]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&c.stderr);
+        assert!(c.status.success(), "{stderr}");
+        assert_eq!(String::from_utf8_lossy(&c.stdout), expected);
+        assert!(stderr.contains("method: extractive") && stderr.contains("anchored sentences"), "{stderr}");
+        let refused = Command::new(&exe).args([sample("encrypted.pdf").to_str().unwrap(), "--address", &address]).output().unwrap();
+        assert_eq!(refused.status.code(), Some(1));
+        assert!(String::from_utf8_lossy(&refused.stderr).contains("org.seqgpt.Summarizer1.Error.Encrypted"));
+        let py = Command::new("/usr/bin/python3")
+            .arg(root.join("examples/summarize_gio.py"))
+            .args([pdf.to_str().unwrap(), "--length", "short", "--address", &address])
+            .output()
+            .unwrap();
+        assert!(py.status.success(), "{}", String::from_utf8_lossy(&py.stderr));
+        assert_eq!(String::from_utf8_lossy(&py.stdout), expected);
     })
     .await
     .unwrap();

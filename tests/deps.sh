@@ -11,8 +11,10 @@ command -v groff >/dev/null || need+=(groff)
 command -v cc >/dev/null || need+=(build-essential)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v setpriv >/dev/null || need+=(util-linux)
-# The GLib client example runs in the tests with Debian's own Python and its GObject bindings.
+# The GLib client examples run in the tests: the Python one with Debian's own Python and its
+# GObject bindings, the C one built against GLib's development files.
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import gi' 2>/dev/null || need+=(python3-gi)
+pkg-config --exists gio-unix-2.0 2>/dev/null || need+=(libglib2.0-dev)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "missing packages: ${need[*]} (run as root or install them)" >&2

@@ -12,6 +12,7 @@
 # It stages the install (systemd/install.sh --root) with the binaries of BUILD_DIR (for example
 # target/release), or with stand-in executables when none is given, since only the paths
 # matter to the checks. It then checks:
+#   0. that the .deb's assets (Cargo.toml) and install.sh lay out the same files;
 #   1. systemd-analyze verify: the system unit, the same with the CUDA drop-in, the user unit;
 #   2. the settings issue 8 asks for (Type=notify, watchdog, sandbox, resources, ...);
 #   3. systemd-analyze security --offline=true: exposure <= 2.0 (printed), also with the drop-in;
@@ -58,6 +59,25 @@ cuda_root=$work/root-cuda
 "$top/systemd/install.sh" --root "$cuda_root" --build-dir "$build" --cuda >/dev/null
 unit=usr/lib/systemd/system/seqgptd.service
 user_unit=usr/lib/systemd/user/seqgptd.service
+
+# --- 0. the package's files are install.sh's ------------------------------------------------
+# jetson/check.sh compares the built .deb with the staged tree; this compares the lists, so
+# that a file added to one and not the other fails in CI already.
+python3 - "$top/Cargo.toml" "$root" <<'PY' || fail "Cargo.toml's deb assets and systemd/install.sh differ"
+import os, sys, tomllib
+meta = tomllib.load(open(sys.argv[1], "rb"))["package"]["metadata"]["deb"]
+deb = set()
+for src, dst, _mode in meta["assets"]:
+    deb.add(dst + os.path.basename(src) if dst.endswith("/") else dst)
+staged = set()
+for d, _, files in os.walk(sys.argv[2]):
+    for f in files:
+        staged.add(os.path.relpath(os.path.join(d, f), sys.argv[2]))
+if deb != staged:
+    print("only in the .deb:", sorted(deb - staged), "only in install.sh:", sorted(staged - deb), file=sys.stderr)
+    sys.exit(1)
+PY
+ok "the .deb's assets and systemd/install.sh install the same $(find "$root" -type f | wc -l) files"
 
 # --- 1. verify --------------------------------------------------------------------------
 # --recursive-errors=no: dbus.socket and the targets are not part of the staged root.

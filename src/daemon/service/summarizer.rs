@@ -90,8 +90,10 @@ impl Summarizer {
 impl Summarizer {
     /// Summarize the PDF behind `fd` (a regular file or memfd open for reading; the daemon
     /// reads it from offset 0 and never needs its path). Options (a{sv}): pages ("A-B"),
-    /// length (short|medium|long), language (auto|en|zh), style (paragraph|bullets),
-    /// password, method (auto|model|extractive), no_cache (b), detach (b). Returns the job.
+    /// length (short|medium|long), max_words (u), language (auto|en|zh), style
+    /// (paragraph|bullets), password, method (auto|model|extractive), no_cache (b), detach
+    /// (b), handle_token (s: the job's path is jobs/SENDER/TOKEN). Unknown keys are ignored
+    /// and listed in the result's stats (ignored_options). Returns the job.
     async fn summarize_fd(
         &self,
         #[zbus(header)] hdr: Header<'_>,
@@ -175,6 +177,7 @@ impl Summarizer {
     /// The caller's own jobs, unfinished and retained: (path, state). On the system bus the
     /// jobs of the caller's Unix user (root: all); elsewhere every job (one user). A client
     /// that restarted finds its detached jobs here.
+    #[zbus(out_args("jobs"))]
     async fn list_jobs(
         &self,
         #[zbus(header)] hdr: Header<'_>,
