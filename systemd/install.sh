@@ -60,6 +60,12 @@ examples/summarize_gdbus.c|usr/share/doc/seqgpt-fast/examples/summarize_gdbus.c|
 examples/summarize_gio.py|usr/share/doc/seqgpt-fast/examples/summarize_gio.py|0644
 examples/summarize_client.rs|usr/share/doc/seqgpt-fast/examples/summarize_client.rs|0644
 EOF
+    # Man pages and completions (generated from the command lines; tests/cli_docs.rs).
+    for f in "$top"/docs/man/*.1; do echo "docs/man/${f##*/}|usr/share/man/man1/${f##*/}|0644"; done
+    for f in "$top"/docs/man/*.8; do echo "docs/man/${f##*/}|usr/share/man/man8/${f##*/}|0644"; done
+    for f in "$top"/docs/completions/bash/*; do echo "docs/completions/bash/${f##*/}|usr/share/bash-completion/completions/${f##*/}|0644"; done
+    for f in "$top"/docs/completions/zsh/*; do echo "docs/completions/zsh/${f##*/}|usr/share/zsh/vendor-completions/${f##*/}|0644"; done
+    for f in "$top"/docs/completions/fish/*; do echo "docs/completions/fish/${f##*/}|usr/share/fish/vendor_completions.d/${f##*/}|0644"; done
 }
 config_src=$top/systemd/seqgptd.toml
 config_dst=$root/etc/seqgpt/seqgptd.toml

@@ -18,6 +18,7 @@ pub struct BenchArgs {
     /// Prompt lengths to measure (comma-separated).
     #[arg(long, value_delimiter = ',', default_values_t = [128usize, 512])]
     pub prompt_tokens: Vec<usize>,
+    /// Tokens to decode per run.
     #[arg(long, default_value_t = 64)]
     pub gen_tokens: usize,
     /// Batch sizes to measure (comma-separated).
@@ -26,6 +27,7 @@ pub struct BenchArgs {
     /// Repeat each measurement and keep the best (noise on shared machines).
     #[arg(long, default_value_t = 1)]
     pub repeat: usize,
+    /// Print one JSON object (the fields above) instead of a table.
     #[arg(long)]
     pub json: bool,
 }

@@ -14,17 +14,22 @@ pub struct GenerateArgs {
     /// A file with one JSON string per line; all run as one batch.
     #[arg(long)]
     pub prompts_file: Option<std::path::PathBuf>,
+    /// The most tokens to generate per prompt.
     #[arg(long, default_value_t = 64)]
     pub max_new_tokens: usize,
     /// Greedy decoding (the default unless --temperature is given).
     #[arg(long, conflicts_with_all = ["temperature", "top_k", "top_p", "seed"])]
     pub greedy: bool,
+    /// Sample with this temperature (0 and up) instead of greedy decoding.
     #[arg(long)]
     pub temperature: Option<f32>,
+    /// When sampling: only among the K most likely tokens.
     #[arg(long)]
     pub top_k: Option<usize>,
+    /// When sampling: only among the most likely tokens whose probabilities add up to P (0 < P <= 1).
     #[arg(long)]
     pub top_p: Option<f32>,
+    /// When sampling: the random seed (the same seed gives the same text).
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
     /// 1.0 = off (SeqGPT's own setting is 2.0).
@@ -36,6 +41,7 @@ pub struct GenerateArgs {
     /// Do not stop at the end-of-sequence token.
     #[arg(long)]
     pub ignore_eos: bool,
+    /// Beam search with this many beams (1: no beam search).
     #[arg(long, default_value_t = 1)]
     pub num_beams: usize,
     /// One JSON object per prompt: {"ids": [...], "text": "..."}.

@@ -14,6 +14,7 @@ pub struct InfoArgs {
     /// A model file whose placement plan to print.
     #[arg(long)]
     pub model: Option<std::path::PathBuf>,
+    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }

@@ -6,6 +6,7 @@ use super::common::{open_engine, ModelArgs};
 pub struct LogitsArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+    /// The prompt (or --prompts-file).
     #[arg(long, conflicts_with = "prompts_file", required_unless_present = "prompts_file")]
     pub prompt: Option<String>,
     /// One JSON string per line; prints one JSON object per line, in order.

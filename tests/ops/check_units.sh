@@ -64,11 +64,18 @@ user_unit=usr/lib/systemd/user/seqgptd.service
 # jetson/check.sh compares the built .deb with the staged tree; this compares the lists, so
 # that a file added to one and not the other fails in CI already.
 python3 - "$top/Cargo.toml" "$root" <<'PY' || fail "Cargo.toml's deb assets and systemd/install.sh differ"
-import os, sys, tomllib
+import glob, os, sys, tomllib
 meta = tomllib.load(open(sys.argv[1], "rb"))["package"]["metadata"]["deb"]
+top = os.path.dirname(sys.argv[1])
 deb = set()
 for src, dst, _mode in meta["assets"]:
-    deb.add(dst + os.path.basename(src) if dst.endswith("/") else dst)
+    # cargo-deb expands globs; the binaries are built, not in the tree.
+    sources = [src] if src.startswith("target/") else [os.path.relpath(p, top) for p in glob.glob(os.path.join(top, src))]
+    if not sources:
+        print("no file matches the asset", src, file=sys.stderr)
+        sys.exit(1)
+    for s in sources:
+        deb.add(dst + os.path.basename(s) if dst.endswith("/") else dst)
 staged = set()
 for d, _, files in os.walk(sys.argv[2]):
     for f in files:
