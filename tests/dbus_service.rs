@@ -254,7 +254,8 @@ async fn a_client_that_disconnects_cancels_its_jobs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_fails_running_jobs_and_exits_cleanly() {
     let Some(bus) = Bus::start() else { return };
-    let mut daemon = Daemon::start(&bus, &slow_config(""), &[]);
+    // No grace: the running job is failed at once (tests/dbus_lifecycle.rs has the grace).
+    let mut daemon = Daemon::start(&bus, &slow_config("[service]\nstop_grace_s = 0\n"), &[]);
     let mut c = Client::connect(&bus.address).await;
     let job = c.summarize_text(&long_text(), &opts(&[])).await.unwrap();
     // Let it start.

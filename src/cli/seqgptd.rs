@@ -81,7 +81,7 @@ pub fn run(args: DaemonArgs) -> i32 {
             return 1;
         }
     };
-    match runtime.block_on(run_daemon(DaemonOptions { bus, config, model: args.model })) {
+    match runtime.block_on(run_daemon(DaemonOptions { bus, config, config_path, model: args.model })) {
         Ok(()) => 0,
         Err(e) => {
             eprintln!("seqgptd: {e:#}");

@@ -152,6 +152,8 @@ pub fn pipeline_settings(cfg: &Config) -> PipelineSettings {
 pub struct DaemonOptions {
     pub bus: Bus,
     pub config: Config,
+    /// The file `config` was read from; SIGHUP reads it again.
+    pub config_path: Option<PathBuf>,
     pub model: Option<PathBuf>,
 }
 
@@ -169,12 +171,61 @@ fn watchdog_tick(notifier: Arc<Notifier>, every: Duration) -> Box<dyn FnMut() + 
     })
 }
 
+/// SIGHUP (`systemctl reload`): reads the config file again and loads its model, then serves
+/// new requests with them; accepted jobs finish with what they started with. A config that
+/// does not parse, or a model that fails to load, leaves everything as it was (and says why in
+/// the log). Returns the new scheduler, if the new config has a model.
+async fn reload(
+    opts: &DaemonOptions,
+    core: &core::Core,
+    conn: &zbus::Connection,
+    notifier: Option<&Arc<Notifier>>,
+    watchdog: Option<Duration>,
+) -> Option<Option<Scheduler>> {
+    if let Some(n) = notifier {
+        let _ = n.reloading();
+    }
+    let cfg = match &opts.config_path {
+        Some(path) => Config::load(path),
+        None => Ok(opts.config.clone()),
+    };
+    let result = match cfg {
+        Err(e) => Err(anyhow::anyhow!(e)),
+        Ok(cfg) => {
+            let tick = match (notifier, watchdog) {
+                (Some(n), Some(every)) => Some(watchdog_tick(n.clone(), every)),
+                _ => None,
+            };
+            tokio::task::block_in_place(|| pipeline(&cfg, opts.model.as_deref(), tick)).map(|built| (cfg, built))
+        }
+    };
+    let outcome = match result {
+        Ok((cfg, built)) => {
+            let what = built.pipeline.model().map_or_else(|| "extractive only".to_string(), |m| format!("model {}", m.name));
+            core.replace(core::Served { pipeline: Arc::new(built.pipeline), limits: cfg.service.clone(), device: built.device });
+            tracing::info!("SIGHUP: reloaded the config ({what}); accepted jobs finish as they started");
+            if let Ok(iface) = conn.object_server().interface::<_, summarizer::Summarizer>(SERVICE_PATH).await {
+                let _ = iface.get().await.served_changed(iface.signal_emitter()).await;
+            }
+            Some(built.scheduler)
+        }
+        Err(e) => {
+            tracing::error!("SIGHUP: reload failed, nothing changed: {e:#}");
+            None
+        }
+    };
+    if let Some(n) = notifier {
+        let _ = n.ready();
+    }
+    outcome
+}
+
 /// One `STATUS=` line for `systemctl status`.
 fn status_line(core: &core::Core) -> String {
     let (queued, running, _) = core.job_counts();
     let c = &core.counters;
     let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
-    let method = if core.pipeline.model().is_some() { "model" } else { "extractive" };
+    let method = if core.served().pipeline.model().is_some() { "model" } else { "extractive" };
     format!(
         "{method} summaries; jobs: {running} running, {queued} queued; {} done, {} failed, {} cancelled, {} busy refusals",
         load(&c.done),
@@ -190,7 +241,7 @@ fn status_line(core: &core::Core) -> String {
 /// `WATCHDOG=1` from the engine loop (or, without a model, from the runtime) at the interval
 /// `$WATCHDOG_USEC` asks for; `STATUS=` lines; `STOPPING=1` on SIGTERM.
 pub async fn run_daemon(opts: DaemonOptions) -> anyhow::Result<()> {
-    let cfg = opts.config;
+    let cfg = opts.config.clone();
     let notifier = Notifier::from_env().map(Arc::new);
     let watchdog = watchdog_interval();
     let engine_tick = match (&notifier, watchdog) {
@@ -198,9 +249,9 @@ pub async fn run_daemon(opts: DaemonOptions) -> anyhow::Result<()> {
         _ => None,
     };
     let built = tokio::task::block_in_place(|| pipeline(&cfg, opts.model.as_deref(), engine_tick))?;
-    let (scheduler, device) = (built.scheduler, built.device);
-    let pipeline = Arc::new(built.pipeline);
-    let core = Arc::new(core::Core::new(opts.bus.kind(), pipeline, cfg.service.clone(), device));
+    let mut scheduler = built.scheduler;
+    let served = core::Served { pipeline: Arc::new(built.pipeline), limits: cfg.service.clone(), device: built.device };
+    let core = Arc::new(core::Core::new(opts.bus.kind(), served));
 
     let conn = connection_builder(&opts.bus)?
         .serve_at(SERVICE_PATH, summarizer::Summarizer { core: core.clone() })?
@@ -236,15 +287,19 @@ pub async fn run_daemon(opts: DaemonOptions) -> anyhow::Result<()> {
             }
         })
     };
-    // Without an engine loop, the runtime itself proves it turns.
-    let runtime_watchdog = match (&notifier, watchdog, scheduler.is_some()) {
-        (Some(n), Some(every), false) => {
+    // Without an engine loop (no model, or not since a reload), the runtime itself proves it
+    // turns; with one, the engine thread does (a hung engine must be noticed).
+    let runtime_watchdog = match (&notifier, watchdog) {
+        (Some(n), Some(every)) => {
             let mut tick = watchdog_tick(n.clone(), every);
+            let core = core.clone();
             Some(tokio::spawn(async move {
                 let mut interval = tokio::time::interval(every / 2);
                 loop {
                     interval.tick().await;
-                    tick();
+                    if core.served().pipeline.model().is_none() {
+                        tick();
+                    }
                 }
             }))
         }
@@ -274,14 +329,23 @@ pub async fn run_daemon(opts: DaemonOptions) -> anyhow::Result<()> {
 
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    let bus_lost = tokio::select! {
-        _ = term.recv() => { tracing::info!("SIGTERM: shutting down"); false }
-        _ = int.recv() => { tracing::info!("SIGINT: shutting down"); false }
-        _ = conn.closed() => true,
+    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+    let bus_lost = loop {
+        tokio::select! {
+            _ = term.recv() => { tracing::info!("SIGTERM: shutting down"); break false }
+            _ = int.recv() => { tracing::info!("SIGINT: shutting down"); break false }
+            _ = conn.closed() => break true,
+            _ = hup.recv() => {
+                if let Some(s) = reload(&opts, &core, &conn, notifier.as_ref(), watchdog).await {
+                    // The old scheduler stops once the jobs that hold it have ended.
+                    scheduler = s;
+                }
+            }
+        }
     };
     if let Some(n) = &notifier {
         let _ = n.stopping();
-        let _ = n.status("stopping: ending unfinished jobs");
+        let _ = n.status("stopping: letting running jobs finish");
     }
     if let Some(t) = status {
         t.abort();
@@ -289,6 +353,14 @@ pub async fn run_daemon(opts: DaemonOptions) -> anyhow::Result<()> {
     if bus_lost {
         core.shutdown(Duration::from_secs(1)).await;
         bail!("the connection to the bus was closed");
+    }
+    // Running jobs may finish (within [service] stop_grace_s); new calls get ShuttingDown.
+    let grace = Duration::from_secs(core.served().limits.stop_grace_s);
+    if !core.drain(grace).await {
+        tracing::warn!("jobs still unfinished after {} s ([service] stop_grace_s): failing them", grace.as_secs());
+        if let Some(n) = &notifier {
+            let _ = n.status("stopping: failing unfinished jobs");
+        }
     }
     let _ = conn.release_name(SERVICE_NAME).await;
     core.shutdown(Duration::from_secs(10)).await;

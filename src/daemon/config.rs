@@ -31,6 +31,7 @@
 //! extract_concurrency = 2
 //! cpu_concurrency = 0          # blocking summary steps at once; 0 = the number of CPUs
 //! read_timeout_s = 60          # reading a client's file (stalled network file systems)
+//! stop_grace_s = 20            # on SIGTERM, running jobs may finish within this
 //!
 //! [summarize]
 //! template = "auto"            # auto | seqgpt | bloomz | a name under [summarize.templates]

@@ -58,6 +58,15 @@ impl Notifier {
         self.notify("READY=1")
     }
 
+    /// A reload started (READY=1 ends it); MONOTONIC_USEC as systemd's notify-reload asks.
+    pub fn reloading(&self) -> io::Result<()> {
+        let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes into the timespec it is given.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        let usec = ts.tv_sec as u64 * 1_000_000 + ts.tv_nsec as u64 / 1000;
+        self.notify(&format!("RELOADING=1\nMONOTONIC_USEC={usec}"))
+    }
+
     /// The service is shutting down.
     pub fn stopping(&self) -> io::Result<()> {
         self.notify("STOPPING=1")

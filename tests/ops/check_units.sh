@@ -86,6 +86,13 @@ if deb != staged:
 PY
 ok "the .deb's assets and systemd/install.sh install the same $(find "$root" -type f | wc -l) files"
 
+# ExecReload runs the system's /bin/kill (procps), which the staged roots lack.
+for r in "$root" "$cuda_root"; do
+    mkdir -p "$r/bin"
+    printf '#!/bin/sh\nexit 0\n' >"$r/bin/kill"
+    chmod 755 "$r/bin/kill"
+done
+
 # --- 1. verify --------------------------------------------------------------------------
 # --recursive-errors=no: dbus.socket and the targets are not part of the staged root.
 verify() {
@@ -113,13 +120,14 @@ for line in Type=notify NotifyAccess=main WatchdogSec=60s Restart=on-failure Use
     NoNewPrivileges=yes RestrictAddressFamilies=AF_UNIX PrivateNetwork=yes \
     StateDirectory=seqgpt CacheDirectory=seqgpt MemoryHigh=3G MemoryMax=4G Nice=5 CPUWeight=50 \
     MemoryDenyWriteExecute=yes DevicePolicy=closed "BusName=$name" \
-    "ExecStart=/usr/bin/seqgptd --bus system --config /etc/seqgpt/seqgptd.toml"; do
+    "ExecStart=/usr/bin/seqgptd --bus system --config /etc/seqgpt/seqgptd.toml" \
+    'ExecReload=/bin/kill -HUP $MAINPID'; do
     need "$unit" "$line"
 done
 for line in Type=notify WatchdogSec=60s Restart=on-failure NoNewPrivileges=yes \
     RestrictAddressFamilies=AF_UNIX StateDirectory=seqgpt CacheDirectory=seqgpt \
     MemoryDenyWriteExecute=yes "BusName=$name" \
-    "ExecStart=/usr/bin/seqgptd --bus session"; do
+    "ExecStart=/usr/bin/seqgptd --bus session" 'ExecReload=/bin/kill -HUP $MAINPID'; do
     need "$user_unit" "$line"
 done
 ok "unit settings (notify, watchdog, restart, user and groups, sandbox, resources)"

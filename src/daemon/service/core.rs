@@ -1,5 +1,6 @@
-//! The service's shared state: the pipeline, the job table and its limits, counters, the bus
-//! kind (which decides what callers may do) and the shutdown flag.
+//! The service's shared state: what it serves with ([`Served`]: the pipeline, the limits, the
+//! device; replaced whole on reload), the job table, counters, the bus kind (which decides
+//! what callers may do) and the shutdown flag.
 
 use super::errors::{ErrorKind, ServiceError};
 use super::jobs::{JobShared, JobState, Stop};
@@ -82,11 +83,18 @@ impl Client {
     }
 }
 
-pub struct Core {
-    pub bus: BusKind,
+/// What the service serves with. A reload (SIGHUP) replaces it whole; a job keeps the one it
+/// started with to its end, so that a reload never fails or changes an accepted job.
+pub struct Served {
     pub pipeline: Arc<Pipeline>,
     pub limits: ServiceConfig,
+    /// Where the model runs ("cpu" for the extractive summarizer alone).
     pub device: String,
+}
+
+pub struct Core {
+    pub bus: BusKind,
+    served: std::sync::RwLock<Arc<Served>>,
     pub counters: Counters,
     table: Mutex<Table>,
     /// Unfinished jobs (and running Classify/Extract calls).
@@ -112,12 +120,10 @@ pub struct Slot {
 const MAX_READS: usize = 8;
 
 impl Core {
-    pub fn new(bus: BusKind, pipeline: Arc<Pipeline>, limits: ServiceConfig, device: String) -> Self {
+    pub fn new(bus: BusKind, served: Served) -> Self {
         Core {
             bus,
-            pipeline,
-            limits,
-            device,
+            served: std::sync::RwLock::new(Arc::new(served)),
             counters: Counters::default(),
             table: Mutex::new(Table {
                 jobs: BTreeMap::new(),
@@ -133,6 +139,16 @@ impl Core {
             uids: Mutex::new(HashMap::new()),
             reads: Arc::new(Semaphore::new(MAX_READS)),
         }
+    }
+
+    /// The pipeline, limits and device in force now (a job holds on to the one it started with).
+    pub fn served(&self) -> Arc<Served> {
+        self.served.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Serves with `next` from now on (a reload); what runs keeps what it started with.
+    pub fn replace(&self, next: Served) {
+        *self.served.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
     }
 
     /// Waits for a place among the client-file reads in flight.
@@ -169,23 +185,24 @@ impl Core {
             return Err(ServiceError::new(ErrorKind::ShuttingDown, "the daemon is shutting down"));
         }
         let key = client.key();
+        let limits = self.served().limits.clone();
         let mut t = self.table();
         let active = *self.active.borrow();
         let mine = t.per_client.get(&key).copied().unwrap_or(0);
-        if active >= self.limits.max_jobs {
+        if active >= limits.max_jobs {
             drop(t);
             self.counters.busy.fetch_add(1, Ordering::Relaxed);
             return Err(ServiceError::new(
                 ErrorKind::Busy,
-                format!("busy: {active} jobs are unfinished (limit {}); try again later", self.limits.max_jobs),
+                format!("busy: {active} jobs are unfinished (limit {}); try again later", limits.max_jobs),
             ));
         }
-        if mine >= self.limits.max_jobs_per_client {
+        if mine >= limits.max_jobs_per_client {
             drop(t);
             self.counters.busy.fetch_add(1, Ordering::Relaxed);
             return Err(ServiceError::new(
                 ErrorKind::Busy,
-                format!("busy: {} has {mine} unfinished jobs (limit {})", client.describe(), self.limits.max_jobs_per_client),
+                format!("busy: {} has {mine} unfinished jobs (limit {})", client.describe(), limits.max_jobs_per_client),
             ));
         }
         *t.per_client.entry(key.clone()).or_default() += 1;
@@ -242,12 +259,13 @@ impl Core {
     /// `max_retained_jobs` and `max_retained_bytes` (the oldest go first).
     pub fn finished(&self, job: &JobShared) -> Vec<u64> {
         let bytes = job.retained_bytes();
+        let limits = self.served().limits.clone();
         let mut t = self.table();
         t.finished.push_back((job.id, bytes));
         t.retained_bytes += bytes;
         let mut evict = Vec::new();
-        while t.finished.len() > self.limits.max_retained_jobs
-            || (t.retained_bytes > self.limits.max_retained_bytes && t.finished.len() > 1)
+        while t.finished.len() > limits.max_retained_jobs
+            || (t.retained_bytes > limits.max_retained_bytes && t.finished.len() > 1)
         {
             let Some((id, b)) = t.finished.pop_front() else { break };
             t.retained_bytes -= b;
@@ -331,6 +349,15 @@ impl Core {
             return Ok(());
         }
         Err(ServiceError::access_denied("this job belongs to another user"))
+    }
+
+    /// Stops taking requests (they get ShuttingDown) and waits, at most `grace`, for the
+    /// unfinished jobs and calls to end on their own; true when they all did.
+    pub async fn drain(&self, grace: std::time::Duration) -> bool {
+        self.shutting_down.store(true, Ordering::SeqCst);
+        let mut rx = self.active.subscribe();
+        let drained = tokio::time::timeout(grace, rx.wait_for(|n| *n == 0)).await.is_ok();
+        drained
     }
 
     /// Stops taking requests and ends every unfinished job with ShuttingDown; waits (at most

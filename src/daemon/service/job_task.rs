@@ -113,6 +113,8 @@ async fn run(
         }
     }
 
+    // The pipeline of this moment serves the job to its end, whatever a reload does meanwhile.
+    let served = core.served();
     let work = {
         let tx = tx.clone();
         let core = core.clone();
@@ -126,14 +128,14 @@ async fn run(
                 Source::Pdf(file) => {
                     // One place among the extractions, taken before the file is read: it
                     // bounds the PDFs held in memory at once.
-                    let permit = core.pipeline.extract_permit().await;
+                    let permit = served.pipeline.extract_permit().await;
                     let _ = tx.send(JobSignal::Running);
                     let bytes = read_document(&core, file).await?;
                     Input::Pdf { bytes, permit: Some(permit) }
                 }
             };
             let mut obs = ChannelObserver(tx);
-            core.pipeline.summarize(input, &options, &mut obs, &cancel).await.map_err(ServiceError::from)
+            served.pipeline.summarize(input, &options, &mut obs, &cancel).await.map_err(ServiceError::from)
         }
     };
     // One task: the work runs, and its updates go out as signals in the order they come. A
@@ -160,7 +162,7 @@ async fn run(
     for id in core.finished(&job) {
         remove(&core, &conn, id).await;
     }
-    let retention = Duration::from_secs(core.limits.job_retention_s);
+    let retention = Duration::from_secs(core.served().limits.job_retention_s);
     let (core2, conn2, id) = (core.clone(), conn.clone(), job.id);
     tokio::spawn(async move {
         tokio::time::sleep(retention).await;
@@ -172,9 +174,10 @@ async fn run(
 /// stalled network or FUSE file system must not hold the job forever. (The thread itself
 /// stays blocked until the kernel returns; the reads in flight are capped.)
 async fn read_document(core: &Core, file: super::input::DocumentFile) -> Result<Vec<u8>, ServiceError> {
-    let max = core.limits.max_pdf_bytes;
+    let limits = core.served().limits.clone();
+    let max = limits.max_pdf_bytes;
     let permit = core.read_permit().await;
-    within(Duration::from_secs(core.limits.read_timeout_s.max(1)), move || {
+    within(Duration::from_secs(limits.read_timeout_s.max(1)), move || {
         let _permit = permit;
         file.read_all(max)
     })

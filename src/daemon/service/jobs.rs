@@ -60,7 +60,7 @@ impl Stop {
         match self {
             Stop::Cancelled => ServiceError::new(ErrorKind::Cancelled, "the job was cancelled"),
             Stop::ShuttingDown => {
-                ServiceError::new(ErrorKind::ShuttingDown, "the daemon is shutting down (SIGTERM); the job was not finished")
+                ServiceError::new(ErrorKind::ShuttingDown, "the daemon is shutting down, and the job did not finish within [service] stop_grace_s; try again once it runs")
             }
         }
     }

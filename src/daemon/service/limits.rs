@@ -29,6 +29,9 @@ pub struct ServiceConfig {
     pub max_pages: u32,
     /// PDFs read and extracted at once (each holds its file in memory).
     pub extract_concurrency: usize,
+    /// Seconds a stopping daemon (SIGTERM, `systemctl stop`) lets unfinished jobs run on
+    /// before it fails the rest with ShuttingDown; keep it under the unit's TimeoutStopSec.
+    pub stop_grace_s: u64,
     /// Blocking summary steps (extraction, cleaning, ranking, chunking, tokenizing, cache
     /// I/O) run at once, all requests together; 0 = the number of CPUs.
     pub cpu_concurrency: usize,
@@ -48,6 +51,7 @@ impl Default for ServiceConfig {
             max_pages: 2000,
             extract_concurrency: 2,
             cpu_concurrency: 0,
+            stop_grace_s: 20,
         }
     }
 }

@@ -45,7 +45,7 @@ fn caller(hdr: &Header<'_>) -> Result<OwnedUniqueName, ServiceError> {
 
 impl Summarizer {
     fn check_text(&self, text: &str) -> Result<(), ServiceError> {
-        intake::check_text_size(text, &self.core.limits)
+        intake::check_text_size(text, &self.core.served().limits)
     }
 
     /// Starts the job of a checked request for its caller.
@@ -61,6 +61,15 @@ impl Summarizer {
         let (client, uid) = self.core.client(conn, owner.inner()).await?;
         let slot = self.core.admit(&client)?;
         Ok((Requester { owner, uid }, slot))
+    }
+
+    /// After a reload: the properties that follow the model are invalidated (clients read them
+    /// again).
+    pub async fn served_changed(&self, emitter: &zbus::object_server::SignalEmitter<'_>) -> zbus::Result<()> {
+        self.model_invalidate(emitter).await?;
+        self.device_invalidate(emitter).await?;
+        self.default_method_invalidate(emitter).await?;
+        self.template_invalidate(emitter).await
     }
 
     /// Runs a short model call (Classify, Extract) under the job limits, ending it with
@@ -101,7 +110,7 @@ impl Summarizer {
         fd: zbus::zvariant::OwnedFd,
         options: HashMap<String, OwnedValue>,
     ) -> Result<OwnedObjectPath, ServiceError> {
-        let request = intake::fd(std::os::fd::OwnedFd::from(fd), &options, &self.core.limits)?;
+        let request = intake::fd(std::os::fd::OwnedFd::from(fd), &options, &self.core.served().limits)?;
         self.start(conn, &hdr, request).await
     }
 
@@ -119,7 +128,7 @@ impl Summarizer {
                 "SummarizePath is not available on the system bus: open the file and pass its descriptor to SummarizeFd",
             ));
         }
-        let request = intake::path(&path, &options, &self.core.limits)?;
+        let request = intake::path(&path, &options, &self.core.served().limits)?;
         self.start(conn, &hdr, request).await
     }
 
@@ -132,7 +141,7 @@ impl Summarizer {
         text: String,
         options: HashMap<String, OwnedValue>,
     ) -> Result<OwnedObjectPath, ServiceError> {
-        let request = intake::text(text, &options, &self.core.limits)?;
+        let request = intake::text(text, &options, &self.core.served().limits)?;
         self.start(conn, &hdr, request).await
     }
 
@@ -147,7 +156,7 @@ impl Summarizer {
         labels: Vec<String>,
     ) -> Result<(Vec<BusString>, BusString), ServiceError> {
         self.check_text(&text)?;
-        let pipeline = self.core.pipeline.clone();
+        let pipeline = self.core.served().pipeline.clone();
         let (labels, raw) =
             self.model_call(conn, &hdr, |cancel| async move { pipeline.classify(&text, &labels, &cancel).await }).await?;
         Ok((labels.iter().map(|l| BusString::message(l)).collect(), BusString::text(&raw)))
@@ -164,7 +173,7 @@ impl Summarizer {
         kinds: Vec<String>,
     ) -> Result<(HashMap<BusString, Vec<BusString>>, BusString), ServiceError> {
         self.check_text(&text)?;
-        let pipeline = self.core.pipeline.clone();
+        let pipeline = self.core.served().pipeline.clone();
         let (spans, raw) =
             self.model_call(conn, &hdr, |cancel| async move { pipeline.find_spans(&text, &kinds, &cancel).await }).await?;
         let spans = spans
@@ -212,27 +221,27 @@ impl Summarizer {
     }
 
     /// The loaded model's name (general.name), or "" when summaries are extractive only.
-    #[zbus(property(emits_changed_signal = "const"))]
+    #[zbus(property(emits_changed_signal = "invalidates"))]
     fn model(&self) -> BusString {
-        self.core.pipeline.model().map_or_else(BusString::default, |m| BusString::message(&m.name))
+        self.core.served().pipeline.model().map_or_else(BusString::default, |m| BusString::message(&m.name))
     }
 
     /// Where the model runs: cpu or cuda:N ("cpu" for the extractive summarizer).
-    #[zbus(property(emits_changed_signal = "const"))]
+    #[zbus(property(emits_changed_signal = "invalidates"))]
     fn device(&self) -> BusString {
-        BusString::message(&self.core.device)
+        BusString::message(&self.core.served().device)
     }
 
     /// The method a summary gets by default: model, or extractive when no model is loaded.
-    #[zbus(property(emits_changed_signal = "const"))]
+    #[zbus(property(emits_changed_signal = "invalidates"))]
     fn default_method(&self) -> BusString {
-        BusString::message(if self.core.pipeline.model().is_some() { "model" } else { "extractive" })
+        BusString::message(if self.core.served().pipeline.model().is_some() { "model" } else { "extractive" })
     }
 
     /// The summary template in use (see docs/SUMMARIZE.md), "" without a model.
-    #[zbus(property(emits_changed_signal = "const"))]
+    #[zbus(property(emits_changed_signal = "invalidates"))]
     fn template(&self) -> BusString {
-        self.core.pipeline.model().map_or_else(BusString::default, |m| BusString::message(&m.template_name))
+        self.core.served().pipeline.model().map_or_else(BusString::default, |m| BusString::message(&m.template_name))
     }
 
     /// Unfinished jobs (queued or running), which count against the limit past which calls
@@ -267,7 +276,7 @@ impl Summarizer {
         put("jobs_queued", Value::from(queued));
         put("jobs_running", Value::from(running));
         put("jobs_retained", Value::from(retained));
-        put("model_queue", Value::from(self.core.pipeline.model().map_or(0, |m| m.scheduler.queue_len()) as u32));
+        put("model_queue", Value::from(self.core.served().pipeline.model().map_or(0, |m| m.scheduler.queue_len()) as u32));
         put("rss_bytes", Value::from(crate::sysinfo::rss_bytes()));
         put("peak_rss_bytes", Value::from(crate::sysinfo::peak_rss_bytes()));
         put("uptime_s", Value::from(self.core.uptime_s()));
