@@ -27,20 +27,21 @@ pub fn generate() -> std::io::Result<Vec<(PathBuf, Vec<u8>)>> {
     Ok(out)
 }
 
-/// A page for the command and one per subcommand (`seqgpt-summarize.1`, as git does).
+/// A page for the command and one per subcommand, nested ones too (`seqgpt-summarize.1`,
+/// `seqgpt-model-check.1`, as git names its pages).
 fn man_pages(cmd: clap::Command, section: &str, out: &mut Vec<(PathBuf, Vec<u8>)>) -> std::io::Result<()> {
     let mut cmd = cmd.disable_help_subcommand(true);
     cmd.build();
-    let name = cmd.get_name().to_string();
+    let version = cmd.get_version().unwrap_or_default().to_string();
+    render(&cmd, cmd.get_name().to_string(), &version, section, out)
+}
+
+fn render(cmd: &clap::Command, name: String, version: &str, section: &str, out: &mut Vec<(PathBuf, Vec<u8>)>) -> std::io::Result<()> {
     let mut buf = Vec::new();
-    clap_mangen::Man::new(cmd.clone()).section(section).render(&mut buf)?;
+    clap_mangen::Man::new(cmd.clone().name(name.clone()).version(version.to_string())).section(section).render(&mut buf)?;
     out.push((Path::new("man").join(format!("{name}.{section}")), buf));
     for sub in cmd.get_subcommands() {
-        let full = format!("{name}-{}", sub.get_name());
-        let sub = sub.clone().name(full.clone()).version(cmd.get_version().unwrap_or_default().to_string());
-        let mut buf = Vec::new();
-        clap_mangen::Man::new(sub).section(section).render(&mut buf)?;
-        out.push((Path::new("man").join(format!("{full}.{section}")), buf));
+        render(sub, format!("{name}-{}", sub.get_name()), version, section, out)?;
     }
     Ok(())
 }

@@ -11,6 +11,7 @@ pub mod info;
 pub mod jobs;
 pub mod logging;
 pub mod logits;
+pub mod model;
 pub mod remote;
 pub mod seqgptd;
 pub mod summarize;
@@ -52,6 +53,9 @@ pub enum Command {
     Bench(bench::BenchArgs),
     /// Show the device, its memory, the Jetson model and a model's placement plan.
     Info(info::InfoArgs),
+    /// Model files: `seqgpt model check FILE` says what seqgptd would do with one.
+    #[command(subcommand)]
+    Model(model::ModelCommand),
 }
 
 /// Runs one `seqgpt` command.
@@ -66,5 +70,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Logits(args) => logits::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Info(args) => info::run(args),
+        Command::Model(cmd) => model::run(cmd),
     }
 }
