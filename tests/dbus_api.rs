@@ -375,3 +375,49 @@ async fn the_c_and_python_examples_summarize_a_pdf() {
     .await
     .unwrap();
 }
+
+/// Classification and extraction as jobs: a path at once, Cancel, the result in Finished.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn classify_and_extract_as_jobs() {
+    let Some(bus) = Bus::start() else { return };
+    let _daemon = Daemon::start(&bus, &format!("model = \"{}\"\ndevice = \"cpu\"\n[service]\nmax_text_bytes = 4000\n", tiny()), &[]);
+    let mut c = Client::connect(&bus.address).await;
+    let s = client::summarizer(&c.conn).await.unwrap();
+    let job = s.classify_job("The film was a delight.", &["positive", "negative"], &opts(&[("handle_token", Value::from("c1"))])).await.unwrap();
+    assert!(job.as_str().ends_with("/c1"), "{job}");
+    let events = c.events(job.as_str(), T).await;
+    let Some(Event::Finished(answer, stats)) = events.last() else { panic!("{events:?}") };
+    assert_eq!(stat_str(stats, "task"), "classify");
+    let labels: Vec<String> = stats["labels"].try_clone().unwrap().try_into().unwrap();
+    assert!(labels.iter().all(|l| l == "positive" || l == "negative"), "{labels:?}");
+    assert_eq!(c.job_string(job.as_str(), "Summary").await, *answer);
+    let job = s.extract_job("Ada lives in Paris.", &["person", "city"], &opts(&[("zoom", Value::from(1u32))])).await.unwrap();
+    let events = c.events(job.as_str(), T).await;
+    let Some(Event::Finished(_, stats)) = events.last() else { panic!("{events:?}") };
+    assert_eq!(stat_str(stats, "task"), "extract");
+    let _spans: HashMap<String, Vec<String>> = stats["spans"].try_clone().unwrap().try_into().unwrap();
+    let ignored: Vec<String> = stats["ignored_options"].try_clone().unwrap().try_into().unwrap();
+    assert_eq!(ignored, ["zoom"]);
+    // Cancel: the job ends once, in the state its last signal says.
+    let job = s.classify_job(&"word ".repeat(700), &["a", "b"], &opts(&[])).await.unwrap();
+    c.job(&job).await.cancel().await.unwrap();
+    let events = c.events(job.as_str(), T).await;
+    let state = c.job_string(job.as_str(), "State").await;
+    match events.last() {
+        Some(Event::Failed(n, _)) => {
+            assert_eq!(n, "org.seqgpt.Summarizer1.Error.Cancelled");
+            assert_eq!(state, "cancelled");
+        }
+        Some(Event::Finished(..)) => assert_eq!(state, "done"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(events.iter().filter(|e| e.is_terminal()).count(), 1);
+    // Refused before a job exists: too large, or (below) no model.
+    let e = s.classify_job(&"x".repeat(5000), &["a"], &opts(&[])).await.unwrap_err();
+    assert_eq!(error_name(&e), "org.seqgpt.Summarizer1.Error.TooLarge", "{e}");
+    let plain = Bus::start().unwrap();
+    let _extractive = Daemon::start(&plain, "", &[]);
+    let c2 = Client::connect(&plain.address).await;
+    let e = client::summarizer(&c2.conn).await.unwrap().extract_job("x", &["k"], &opts(&[])).await.unwrap_err();
+    assert_eq!(error_name(&e), "org.seqgpt.Summarizer1.Error.ModelUnavailable", "{e}");
+}

@@ -33,6 +33,10 @@ pub trait Summarizer {
     fn classify(&self, text: &str, labels: &[&str]) -> zbus::Result<(Vec<String>, String)>;
     /// SeqGPT span extraction: kind -> spans, and the model's raw answer.
     fn extract(&self, text: &str, kinds: &[&str]) -> zbus::Result<(HashMap<String, Vec<String>>, String)>;
+    /// Classification as a job: its Finished has the raw answer and stats {labels}.
+    fn classify_job(&self, text: &str, labels: &[&str], options: &HashMap<&str, Value<'_>>) -> zbus::Result<OwnedObjectPath>;
+    /// Span extraction as a job: its Finished has the raw answer and stats {spans}.
+    fn extract_job(&self, text: &str, kinds: &[&str], options: &HashMap<&str, Value<'_>>) -> zbus::Result<OwnedObjectPath>;
     /// The caller's own jobs: (path, state).
     fn list_jobs(&self) -> zbus::Result<Vec<(OwnedObjectPath, String)>>;
 

@@ -6,10 +6,10 @@ use super::bus_string::BusString;
 use super::core::{Core, Slot};
 use super::errors::{ErrorKind, ServiceError};
 use super::job_object::{JobObject, JobProperties};
-use super::jobs::{job_path, token_path, JobShared, JobState, Source, JOB_INTERFACE};
+use super::jobs::{job_path, token_path, JobShared, JobState, Outcome, Source, Work, JOB_INTERFACE};
 use super::options::RequestOptions;
 use crate::summarize::pipeline::{Input, Observer, Stage};
-use crate::summarize::{Method, Summary};
+use crate::summarize::Method;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -45,14 +45,14 @@ pub struct Requester {
     pub uid: Option<u32>,
 }
 
-/// Creates a job for `source`, puts its objects on the bus and starts it. `slot` is the place
+/// Creates a job doing `work`, puts its objects on the bus and starts it. `slot` is the place
 /// [`Core::admit`] gave the caller; it is released when the job ends (or here, on failure).
 pub async fn start(
     core: &Arc<Core>,
     conn: &Connection,
     who: Requester,
     slot: Slot,
-    source: Source,
+    work: Work,
     options: RequestOptions,
 ) -> Result<OwnedObjectPath, ServiceError> {
     let path = match &options.handle_token {
@@ -84,7 +84,7 @@ pub async fn start(
     }
     core.counters.accepted.fetch_add(1, Ordering::Relaxed);
     let path = job.path.clone();
-    tokio::spawn(run(core.clone(), conn.clone(), job, slot, source, options.summary));
+    tokio::spawn(run(core.clone(), conn.clone(), job, slot, work));
     Ok(path)
 }
 
@@ -95,8 +95,7 @@ async fn run(
     conn: Connection,
     job: Arc<JobShared>,
     slot: Slot,
-    source: Source,
-    options: crate::summarize::SummaryOptions,
+    work: Work,
 ) {
     let emitter = SignalEmitter::new(&conn, job.path.clone())
         .expect("a valid path")
@@ -120,6 +119,20 @@ async fn run(
         let core = core.clone();
         let cancel = job.cancel.clone();
         async move {
+            let pipeline = &served.pipeline;
+            let (source, options) = match work {
+                Work::Summarize(source, options) => (source, options),
+                Work::Classify { text, labels } => {
+                    let _ = tx.send(JobSignal::Running);
+                    let (labels, answer) = pipeline.classify(&text, &labels, &cancel).await?;
+                    return Ok(Outcome::Labels { labels, answer });
+                }
+                Work::Extract { text, kinds } => {
+                    let _ = tx.send(JobSignal::Running);
+                    let (spans, answer) = pipeline.find_spans(&text, &kinds, &cancel).await?;
+                    return Ok(Outcome::Spans { spans, answer });
+                }
+            };
             let input = match source {
                 Source::Text(t) => {
                     let _ = tx.send(JobSignal::Running);
@@ -128,14 +141,14 @@ async fn run(
                 Source::Pdf(file) => {
                     // One place among the extractions, taken before the file is read: it
                     // bounds the PDFs held in memory at once.
-                    let permit = served.pipeline.extract_permit().await;
+                    let permit = pipeline.extract_permit().await;
                     let _ = tx.send(JobSignal::Running);
                     let bytes = read_document(&core, file).await?;
                     Input::Pdf { bytes, permit: Some(permit) }
                 }
             };
             let mut obs = ChannelObserver(tx);
-            served.pipeline.summarize(input, &options, &mut obs, &cancel).await.map_err(ServiceError::from)
+            pipeline.summarize(input, &options, &mut obs, &cancel).await.map(Outcome::Summary).map_err(ServiceError::from)
         }
     };
     // One task: the work runs, and its updates go out as signals in the order they come. A
@@ -252,16 +265,16 @@ fn interface_name() -> InterfaceName<'static> {
     InterfaceName::from_static_str_unchecked(JOB_INTERFACE)
 }
 
-async fn publish_end(core: &Core, job: &JobShared, emitter: &SignalEmitter<'_>, result: Result<Summary, ServiceError>) {
+async fn publish_end(core: &Core, job: &JobShared, emitter: &SignalEmitter<'_>, result: Result<Outcome, ServiceError>) {
     let (result, state) = job.finish(result);
     let c = &core.counters;
     match (&result, state) {
         (Ok(s), _) => {
             c.done.fetch_add(1, Ordering::Relaxed);
-            if s.stats.cached {
+            if s.cached() {
                 c.cache_hits.fetch_add(1, Ordering::Relaxed);
             }
-            match s.method {
+            match s.method() {
                 Method::Model => c.by_model.fetch_add(1, Ordering::Relaxed),
                 Method::Extractive => c.by_extractive.fetch_add(1, Ordering::Relaxed),
             };
@@ -277,7 +290,7 @@ async fn publish_end(core: &Core, job: &JobShared, emitter: &SignalEmitter<'_>, 
     changed.insert("State", BusString::message(state.as_str()).into());
     let invalidated: &[&str] = match &result {
         Ok(s) => {
-            changed.insert("Method", BusString::message(s.method.as_str()).into());
+            changed.insert("Method", BusString::message(s.method().as_str()).into());
             &["Summary", "Stats", "Anchors"]
         }
         Err(e) => {
@@ -289,7 +302,7 @@ async fn publish_end(core: &Core, job: &JobShared, emitter: &SignalEmitter<'_>, 
     let _ = JobProperties::properties_changed(emitter, interface_name(), changed, invalidated).await;
     match &result {
         Ok(s) => {
-            let _ = JobObject::finished(emitter, &BusString::text(&s.text), job.stats_of(s)).await;
+            let _ = JobObject::finished(emitter, &BusString::text(s.text()), job.stats_of(s)).await;
         }
         Err(e) => {
             let _ = JobObject::failed(emitter, &BusString::message(e.name()), &e.message).await;

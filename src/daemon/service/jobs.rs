@@ -73,6 +73,83 @@ pub enum Source {
     Pdf(DocumentFile),
 }
 
+/// What a job does.
+pub enum Work {
+    /// A summary of a document (SummarizeFd, SummarizePath, SummarizeText).
+    Summarize(Source, crate::summarize::SummaryOptions),
+    /// SeqGPT classification (ClassifyJob): which of `labels` apply to `text`.
+    Classify { text: String, labels: Vec<String> },
+    /// SeqGPT span extraction (ExtractJob): the spans of `text` of each kind.
+    Extract { text: String, kinds: Vec<String> },
+}
+
+/// What a job ended with, when it succeeded.
+pub enum Outcome {
+    Summary(Summary),
+    /// The labels the model chose (in its order) and its raw answer.
+    Labels { labels: Vec<String>, answer: String },
+    /// Kind -> spans, and the model's raw answer.
+    Spans { spans: std::collections::BTreeMap<String, Vec<String>>, answer: String },
+}
+
+impl Outcome {
+    /// The text a reader gets as `Summary` and in `Finished`: the summary, or the model's
+    /// raw answer of a classification or extraction.
+    pub fn text(&self) -> &str {
+        match self {
+            Outcome::Summary(s) => &s.text,
+            Outcome::Labels { answer, .. } | Outcome::Spans { answer, .. } => answer,
+        }
+    }
+
+    pub fn method(&self) -> Method {
+        match self {
+            Outcome::Summary(s) => s.method,
+            Outcome::Labels { .. } | Outcome::Spans { .. } => Method::Model,
+        }
+    }
+
+    pub fn cached(&self) -> bool {
+        matches!(self, Outcome::Summary(s) if s.stats.cached)
+    }
+
+    fn anchors(&self) -> &[Anchor] {
+        match self {
+            Outcome::Summary(s) => &s.sentences,
+            _ => &[],
+        }
+    }
+
+    /// Its stats dictionary (`Finished`, the `Stats` property).
+    fn stats(&self) -> HashMap<String, OwnedValue> {
+        let mut d = HashMap::new();
+        let mut put = |k: &str, v: Value<'_>| {
+            if let Ok(v) = OwnedValue::try_from(v) {
+                d.insert(k.to_string(), v);
+            }
+        };
+        match self {
+            Outcome::Summary(s) => return stats_dict(s),
+            Outcome::Labels { labels, .. } => {
+                put("method", BusString::message(Method::Model.as_str()).into());
+                put("task", BusString::message("classify").into());
+                let labels: Vec<String> = labels.iter().map(|l| BusString::message(l).into_string()).collect();
+                put("labels", Value::from(labels));
+            }
+            Outcome::Spans { spans, .. } => {
+                put("method", BusString::message(Method::Model.as_str()).into());
+                put("task", BusString::message("extract").into());
+                let spans: HashMap<String, Vec<String>> = spans
+                    .iter()
+                    .map(|(k, v)| (BusString::message(k).into_string(), v.iter().map(|s| BusString::message(s).into_string()).collect()))
+                    .collect();
+                put("spans", Value::from(spans));
+            }
+        }
+        d
+    }
+}
+
 /// What a job's readers see.
 #[derive(Debug, Clone)]
 pub(super) struct View {
@@ -180,7 +257,7 @@ impl JobShared {
 
     /// Records the end: `result`, unless a stop was accepted first (then its error). Returns
     /// what the job ended with and its state.
-    pub(super) fn finish(&self, result: Result<Summary, ServiceError>) -> (Result<Summary, ServiceError>, JobState) {
+    pub(super) fn finish(&self, result: Result<Outcome, ServiceError>) -> (Result<Outcome, ServiceError>, JobState) {
         let mut v = self.view();
         let result = match v.stop {
             Some(why) => Err(why.error()),
@@ -194,10 +271,10 @@ impl JobShared {
         v.state = state;
         match &result {
             Ok(s) => {
-                v.summary = BusString::text(&s.text);
-                v.method = s.method.as_str();
+                v.summary = BusString::text(s.text());
+                v.method = s.method().as_str();
                 v.stats = self.stats_of(s);
-                v.anchors = anchor_tuples(&s.sentences);
+                v.anchors = anchor_tuples(s.anchors());
                 let end = v.progress.1.max(v.progress.0);
                 v.progress = (end, end);
             }
@@ -206,10 +283,10 @@ impl JobShared {
         (result, state)
     }
 
-    /// The stats of a result as this job reports them: [`stats_dict`], and the request's
+    /// The stats of a result as this job reports them: the outcome's, and the request's
     /// unknown option keys when there were any.
-    pub fn stats_of(&self, summary: &Summary) -> HashMap<String, OwnedValue> {
-        let mut d = stats_dict(summary);
+    pub fn stats_of(&self, outcome: &Outcome) -> HashMap<String, OwnedValue> {
+        let mut d = outcome.stats();
         if !self.ignored_options.is_empty() {
             let keys: Vec<String> = self.ignored_options.iter().map(|k| BusString::message(k).into_string()).collect();
             if let Ok(v) = OwnedValue::try_from(Value::from(keys)) {

@@ -5,6 +5,8 @@ use super::core::{BusKind, Core, Slot};
 use super::errors::{ErrorKind, ServiceError};
 use super::intake;
 use super::job_task::{self, Requester};
+use super::jobs::Work;
+use super::options::RequestOptions;
 use crate::summarize::Cancel;
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -19,8 +21,9 @@ pub const SERVICE_PATH: &str = "/org/seqgpt/Summarizer1";
 
 /// The interface's version: raised whenever a method, property, option or signal is added,
 /// so that a client can tell what an older daemon lacks. 1 was the first published API; 2
-/// added InterfaceVersion, Capabilities, ListJobs, the `handle_token` option, ignoring
-/// unknown options, and the FileNotFound and PermissionDenied errors of SummarizePath.
+/// added InterfaceVersion, Capabilities, ListJobs, ClassifyJob, ExtractJob, the `handle_token`
+/// option, ignoring unknown options, and the FileNotFound and PermissionDenied errors of
+/// SummarizePath.
 pub const INTERFACE_VERSION: u32 = 2;
 
 /// What this daemon offers, for clients that test a feature rather than a version.
@@ -29,7 +32,7 @@ pub fn capabilities(bus: BusKind) -> Vec<&'static str> {
     if path_allowed(bus) {
         c.push("summarize-path");
     }
-    c.extend(["classify", "extract", "anchors", "max-words", "handle-token", "list-jobs", "ignore-unknown-options"]);
+    c.extend(["classify", "extract", "classify-job", "extract-job", "anchors", "max-words", "handle-token", "list-jobs", "ignore-unknown-options"]);
     c
 }
 
@@ -50,8 +53,30 @@ impl Summarizer {
 
     /// Starts the job of a checked request for its caller.
     async fn start(&self, conn: &Connection, hdr: &Header<'_>, request: intake::Request) -> Result<OwnedObjectPath, ServiceError> {
+        let work = Work::Summarize(request.source, request.options.summary.clone());
+        self.start_work(conn, hdr, work, request.options).await
+    }
+
+    async fn start_work(
+        &self,
+        conn: &Connection,
+        hdr: &Header<'_>,
+        work: Work,
+        options: RequestOptions,
+    ) -> Result<OwnedObjectPath, ServiceError> {
         let (who, slot) = self.admit(conn, hdr).await?;
-        job_task::start(&self.core, conn, who, slot, request.source, request.options).await
+        job_task::start(&self.core, conn, who, slot, work, options).await
+    }
+
+    /// The checks of ClassifyJob and ExtractJob before a job exists: the text's size, a
+    /// model to answer, and the options (only detach and handle_token mean anything here).
+    fn task_request(&self, text: &str, options: &HashMap<String, OwnedValue>) -> Result<RequestOptions, ServiceError> {
+        let options = super::options::parse(options)?;
+        self.check_text(text)?;
+        if self.core.served().pipeline.model().is_none() {
+            return Err(ServiceError::new(ErrorKind::ModelUnavailable, "no model is loaded: classification and extraction need one"));
+        }
+        Ok(options)
     }
 
     /// The caller and a place for its request under the limits (per connection, or per
@@ -181,6 +206,36 @@ impl Summarizer {
             .map(|(k, v)| (BusString::message(&k), v.iter().map(|s| BusString::message(s)).collect()))
             .collect();
         Ok((spans, BusString::text(&raw)))
+    }
+
+    /// SeqGPT classification as a job (with Cancel, and no call timeout to outlast): which of
+    /// `labels` apply to `text`. Options: detach (b), handle_token (s). The job's Finished
+    /// carries the model's raw answer and stats {method, task = "classify", labels (as)}.
+    async fn classify_job(
+        &self,
+        #[zbus(header)] hdr: Header<'_>,
+        #[zbus(connection)] conn: &Connection,
+        text: String,
+        labels: Vec<String>,
+        options: HashMap<String, OwnedValue>,
+    ) -> Result<OwnedObjectPath, ServiceError> {
+        let options = self.task_request(&text, &options)?;
+        self.start_work(conn, &hdr, Work::Classify { text, labels }, options).await
+    }
+
+    /// SeqGPT extraction as a job: the spans of `text` of each kind in `kinds`. Options as for
+    /// ClassifyJob. Finished carries the raw answer and stats {method, task = "extract",
+    /// spans (a{sas})}.
+    async fn extract_job(
+        &self,
+        #[zbus(header)] hdr: Header<'_>,
+        #[zbus(connection)] conn: &Connection,
+        text: String,
+        kinds: Vec<String>,
+        options: HashMap<String, OwnedValue>,
+    ) -> Result<OwnedObjectPath, ServiceError> {
+        let options = self.task_request(&text, &options)?;
+        self.start_work(conn, &hdr, Work::Extract { text, kinds }, options).await
     }
 
     /// The caller's own jobs, unfinished and retained: (path, state). On the system bus the
