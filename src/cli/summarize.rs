@@ -23,33 +23,6 @@ use zbus::message::Type as MessageType;
 use zbus::zvariant::{OwnedValue, Value};
 use zbus::{MatchRule, MessageStream};
 
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum LengthArg {
-    Short,
-    Medium,
-    Long,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum StyleArg {
-    Paragraph,
-    Bullets,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum LanguageArg {
-    Auto,
-    En,
-    Zh,
-}
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum MethodArg {
-    Auto,
-    Model,
-    Extractive,
-}
-
 #[derive(clap::Args, Debug)]
 pub struct SummarizeArgs {
     /// The PDF to summarize (with --text: a UTF-8 text file); "-" reads standard input.
@@ -85,7 +58,7 @@ pub struct SummarizeArgs {
     /// The summary's length: short, medium or long (60, 120, 250 words; a CJK character counts
     /// as a word). --max-words overrides it.
     #[arg(long, value_enum, default_value = "medium")]
-    pub length: LengthArg,
+    pub length: Length,
     /// The most words the summary may have (a CJK character counts as one). An extractive
     /// summary fills at least 85% of it, in whole sentences, when the document has that much
     /// prose.
@@ -93,13 +66,13 @@ pub struct SummarizeArgs {
     pub max_words: Option<u32>,
     /// The summary's language: auto follows the document.
     #[arg(long, value_enum, default_value = "auto")]
-    pub language: LanguageArg,
+    pub language: Language,
     /// One paragraph, or one bullet ("- ") per sentence.
     #[arg(long, value_enum, default_value = "paragraph")]
-    pub style: StyleArg,
+    pub style: Style,
     /// auto: the model when one is loaded; model: fail without one; extractive: never the model.
     #[arg(long, value_enum, default_value = "auto")]
-    pub method: MethodArg,
+    pub method: MethodChoice,
     /// Do not use the daemon's summary cache.
     #[arg(long)]
     pub no_cache: bool,
@@ -124,26 +97,11 @@ impl SummarizeArgs {
     fn options(&self) -> anyhow::Result<SummaryOptions> {
         Ok(SummaryOptions {
             pages: self.pages.as_deref().map(parse_pages).transpose().map_err(|e| anyhow::anyhow!(e.message))?,
-            length: match self.length {
-                LengthArg::Short => Length::Short,
-                LengthArg::Medium => Length::Medium,
-                LengthArg::Long => Length::Long,
-            },
-            language: match self.language {
-                LanguageArg::Auto => Language::Auto,
-                LanguageArg::En => Language::En,
-                LanguageArg::Zh => Language::Zh,
-            },
-            style: match self.style {
-                StyleArg::Paragraph => Style::Paragraph,
-                StyleArg::Bullets => Style::Bullets,
-            },
+            length: self.length,
+            language: self.language,
+            style: self.style,
             password: self.password.clone(),
-            method: match self.method {
-                MethodArg::Auto => MethodChoice::Auto,
-                MethodArg::Model => MethodChoice::Model,
-                MethodArg::Extractive => MethodChoice::Extractive,
-            },
+            method: self.method,
             no_cache: self.no_cache,
             max_words: self.max_words,
         })
@@ -416,13 +374,8 @@ async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
 /// An anonymous in-memory file holding `bytes` (a regular file for the daemon's checks).
 fn memfd_with(bytes: &[u8]) -> anyhow::Result<std::fs::File> {
     use std::io::Write;
-    // SAFETY: memfd_create with a static NUL-terminated name; the result is checked.
-    let raw = unsafe { libc::memfd_create(c"seqgpt-stdin".as_ptr(), libc::MFD_CLOEXEC) };
-    if raw < 0 {
-        return Err(std::io::Error::last_os_error()).context("memfd_create");
-    }
-    // SAFETY: `raw` is a new descriptor owned by nothing else.
-    let mut file = unsafe { <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(raw) };
+    let fd = rustix::fs::memfd_create("seqgpt-stdin", rustix::fs::MemfdFlags::CLOEXEC).context("memfd_create")?;
+    let mut file = std::fs::File::from(fd);
     file.write_all(bytes).context("writing standard input to a memfd")?;
     Ok(file)
 }

@@ -9,6 +9,11 @@
 //! Outside systemd (no `$NOTIFY_SOCKET`) [`Notifier::from_env`] returns `None` and the daemon
 //! simply sends nothing. Nothing here changes the environment (unlike `sd_notify(3)`'s
 //! `unset_environment`); tests pass the socket explicitly with [`Notifier::new`].
+//!
+//! Why not the `sd-notify` crate: it reads `$NOTIFY_SOCKET` on every call, so a notifier bound
+//! to a socket a test chose, a watchdog tick handed to the engine thread, and the check that
+//! `WATCHDOG_PID` names this process would all be wrapped around it anyway; the protocol
+//! itself is one datagram per message, the few lines below.
 
 use std::ffi::OsStr;
 use std::io;

@@ -51,11 +51,11 @@ complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l max-words -d
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l language -d 'The summary\'s language: auto follows the document' -r -f -a "auto\t''
 en\t''
 zh\t''"
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l style -d 'One paragraph, or one bullet ("- ") per sentence' -r -f -a "paragraph\t''
-bullets\t''"
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l method -d 'auto: the model when one is loaded; model: fail without one; extractive: never the model' -r -f -a "auto\t''
-model\t''
-extractive\t''"
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l style -d 'One paragraph, or one bullet ("- ") per sentence' -r -f -a "paragraph\t'Running text'
+bullets\t'One sentence per line, each starting with "- "'"
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l method -d 'auto: the model when one is loaded; model: fail without one; extractive: never the model' -r -f -a "auto\t'The model when one is loaded, else the extractive ranker'
+model\t'The model; `ModelUnavailable` when none is loaded'
+extractive\t'The extractive ranker, even when a model is loaded (fast)'"
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l address -d 'Ask the daemon on this D-Bus address (unix:path=...)' -r
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l timeout -d 'Give up after this many seconds (0: wait as long as it takes)' -r
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l text -d 'FILE is plain UTF-8 text (form feeds separate pages), not a PDF'
@@ -65,7 +65,7 @@ complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l json -d 'Pri
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l explain -d 'With --local: print, instead of the summary, why the extractive summary is what it is: every block with its kind and section, every sentence with its features and score (JSON)'
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l system -d 'Ask the daemon on the system bus (the default when it is installed and this user may call it)'
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l session -d 'Ask the user\'s own daemon on the session bus, even where a system service runs'
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -s h -l help -d 'Print help'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand jobs" -l wait -d 'Wait for this job to end and print its summary (or its error)' -r
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand jobs" -l cancel -d 'Cancel this job' -r
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand jobs" -l address -d 'Ask the daemon on this D-Bus address (unix:path=...)' -r

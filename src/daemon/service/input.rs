@@ -9,7 +9,7 @@
 
 use super::errors::{ErrorKind, ServiceError};
 use std::fs::File;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{FileExt, FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
@@ -25,13 +25,14 @@ impl DocumentFile {
     /// `max_bytes` long.
     pub fn from_fd(fd: OwnedFd, max_bytes: u64) -> Result<Self, ServiceError> {
         let file = File::from(fd);
-        // SAFETY: F_GETFL on a descriptor we own reads its status flags and changes nothing.
-        let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFL) };
-        if flags >= 0 && flags & libc::O_PATH != 0 {
-            return Err(ServiceError::invalid_args("the file descriptor was opened with O_PATH and cannot be read; open the PDF for reading"));
-        }
-        if flags >= 0 && flags & libc::O_ACCMODE == libc::O_WRONLY {
-            return Err(ServiceError::invalid_args("the file descriptor is open for writing only; open the PDF for reading"));
+        if let Ok(flags) = rustix::fs::fcntl_getfl(&file) {
+            use rustix::fs::OFlags;
+            if flags.contains(OFlags::PATH) {
+                return Err(ServiceError::invalid_args("the file descriptor was opened with O_PATH and cannot be read; open the PDF for reading"));
+            }
+            if flags & OFlags::ACCMODE == OFlags::WRONLY {
+                return Err(ServiceError::invalid_args("the file descriptor is open for writing only; open the PDF for reading"));
+            }
         }
         Self::check(file, max_bytes)
     }

@@ -17,6 +17,10 @@
 //! newer client works with an older daemon (the practice of the XDG desktop portals); a known
 //! key with a wrong type or value is `InvalidArgs`. [`encode`] is [`parse`]'s inverse, for
 //! clients ([`super::client`]).
+//!
+//! Parsed by hand rather than with zvariant's `DeserializeDict`: `pages` takes a string or a
+//! number, unknown keys are collected rather than refused, and every error names the key and
+//! quotes at most 40 characters of the client's value, which a derived parser cannot do.
 
 use super::errors::ServiceError;
 use crate::summarize::{Language, Length, MethodChoice, Style, SummaryOptions};

@@ -68,6 +68,7 @@ impl Cancel {
 
 /// How long a summary should be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Length {
     Short = 0,
@@ -97,6 +98,7 @@ impl Length {
 
 /// How a summary is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Style {
     /// Running text.
@@ -125,6 +127,7 @@ impl Style {
 
 /// The document's language, for the prompt: `Auto` detects Chinese by its share of CJK letters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Language {
     #[default]
@@ -154,6 +157,7 @@ impl Language {
 
 /// Which summarizer a request wants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum MethodChoice {
     /// The model when one is loaded, else the extractive ranker.
     #[default]
