@@ -7,7 +7,7 @@
 //! cannot afford. `--system`, `--session` and `--address` choose explicitly.
 
 use crate::service::{client, connection_builder, Bus};
-use anyhow::Context;
+use anyhow::{bail, Context};
 use zbus::Connection;
 
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -37,14 +37,20 @@ impl RemoteArgs {
             let conn = connection_builder(&bus)?.build().await.with_context(|| format!("connecting to the {name} bus"))?;
             return Ok((conn, name));
         }
-        if let Ok(b) = connection_builder(&Bus::System) {
-            if let Ok(conn) = b.build().await {
-                if client::serves_caller(&conn).await {
-                    return Ok((conn, "system"));
-                }
-            }
+        let system = match connection_builder(&Bus::System) {
+            Err(e) => e.to_string(),
+            Ok(b) => match b.build().await {
+                Err(e) => e.to_string(),
+                Ok(conn) => match client::serves_caller(&conn).await {
+                    Ok(()) => return Ok((conn, "system")),
+                    Err(why) => why,
+                },
+            },
+        };
+        let session = async { connection_builder(&Bus::Session)?.build().await.map_err(anyhow::Error::from) };
+        match session.await {
+            Ok(conn) => Ok((conn, "session")),
+            Err(e) => bail!("no seqgptd to ask. System bus: {system}. Session bus: {e:#}"),
         }
-        let conn = connection_builder(&Bus::Session)?.build().await.context("connecting to the session bus")?;
-        Ok((conn, "session"))
     }
 }

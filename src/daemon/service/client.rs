@@ -144,20 +144,26 @@ pub async fn summarizer<'a>(conn: &Connection) -> zbus::Result<SummarizerProxy<'
 
 /// Whether the daemon on `conn`'s bus is there (running or activatable) and answers this
 /// caller: a `Peer.Ping`, which a system bus's policy refuses to users who may not call the
-/// service, and which starts an installed service that is not running.
-pub async fn serves_caller(conn: &Connection) -> bool {
-    let Ok(dbus) = zbus::fdo::DBusProxy::new(conn).await else { return false };
-    let Ok(name) = zbus::names::BusName::try_from(SERVICE_NAME) else { return false };
+/// service, and which starts an installed service that is not running. Err says why not.
+pub async fn serves_caller(conn: &Connection) -> Result<(), String> {
+    let dbus = zbus::fdo::DBusProxy::new(conn).await.map_err(|e| e.to_string())?;
+    let name = zbus::names::BusName::try_from(SERVICE_NAME).map_err(|e| e.to_string())?;
     let present = dbus.name_has_owner(name).await.unwrap_or(false)
         || dbus.list_activatable_names().await.is_ok_and(|names| names.iter().any(|n| n.as_str() == SERVICE_NAME));
     if !present {
-        return false;
+        return Err(format!("{SERVICE_NAME} is neither running nor installed there"));
     }
     let ping = async {
         let peer = zbus::fdo::PeerProxy::builder(conn).destination(SERVICE_NAME)?.path(SERVICE_PATH)?.build().await?;
         Ok::<(), zbus::Error>(peer.ping().await?)
     };
-    ping.await.is_ok()
+    match ping.await {
+        Ok(()) => Ok(()),
+        Err(zbus::Error::MethodError(n, _, _)) if n.as_str() == "org.freedesktop.DBus.Error.AccessDenied" => {
+            Err("the service does not take calls from this user (root and members of the group seqgpt-users may call it)".into())
+        }
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Starts the daemon by D-Bus activation if it is not running (a `Peer.Ping` to its name)
