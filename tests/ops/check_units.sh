@@ -14,7 +14,7 @@
 # matter to the checks. It then checks:
 #   0. that the .deb's assets (Cargo.toml) and install.sh lay out the same files;
 #   1. systemd-analyze verify: the system unit, the same with the CUDA drop-in, the user unit;
-#   2. the settings issue 8 asks for (Type=notify, watchdog, sandbox, resources, ...);
+#   2. the settings the units must have (Type=notify, watchdog, reload, sandbox, resources, ...);
 #   3. systemd-analyze security --offline=true: exposure <= 2.0 (printed), also with the drop-in;
 #   4. the D-Bus activation files; 5. the sysusers.d file, applied to a copy of the accounts;
 #   6. the system bus policy on a private dbus-daemon: who may own the name, who may call it,
