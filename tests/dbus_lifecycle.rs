@@ -13,8 +13,10 @@ use zbus::zvariant::Value;
 
 const T: Duration = Duration::from_secs(120);
 
+/// Enough for the slow template to take the engine some seconds even in a release build, so
+/// that a signal sent once the job runs finds it still running.
 fn long_text() -> String {
-    (0..5).map(|i| format!("Part {i}.\n\n{ARTICLE}")).collect::<Vec<_>>().join("\n\n")
+    (0..24).map(|i| format!("Part {i}.\n\n{ARTICLE}")).collect::<Vec<_>>().join("\n\n")
 }
 
 fn signal(daemon: &Daemon, sig: i32) {
@@ -87,6 +89,7 @@ async fn stop_lets_running_jobs_finish_and_refuses_new_ones() {
     let job = c.summarize_text(&long_text(), &opts(&[])).await.unwrap();
     wait_running(&c, job.as_str()).await;
     signal(&daemon, libc::SIGTERM);
+    let stopped = Instant::now();
     log_line(&daemon, "SIGTERM: shutting down").await;
     // While it drains, a new request is refused with ShuttingDown...
     let e = c.summarize_text(ARTICLE, &opts(&[])).await.unwrap_err();
@@ -94,6 +97,7 @@ async fn stop_lets_running_jobs_finish_and_refuses_new_ones() {
     // ...and the running job ends with its summary.
     let events = c.events(job.as_str(), T).await;
     assert!(matches!(events.last(), Some(Event::Finished(..))), "{events:?}");
+    eprintln!("the job ended {:?} after SIGTERM", stopped.elapsed());
     let status = tokio::task::spawn_blocking(move || {
         let s = daemon.terminate();
         (s, daemon.log())
