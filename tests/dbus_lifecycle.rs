@@ -16,7 +16,7 @@ const T: Duration = Duration::from_secs(120);
 /// Enough for the slow template to take the engine some seconds even in a release build, so
 /// that a signal sent once the job runs finds it still running.
 fn long_text() -> String {
-    (0..24).map(|i| format!("Part {i}.\n\n{ARTICLE}")).collect::<Vec<_>>().join("\n\n")
+    (0..12).map(|i| format!("Part {i}.\n\n{ARTICLE}")).collect::<Vec<_>>().join("\n\n")
 }
 
 fn signal(daemon: &Daemon, sig: i32) {
@@ -84,7 +84,7 @@ async fn reload_keeps_running_jobs_and_serves_new_ones_with_the_new_config() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_lets_running_jobs_finish_and_refuses_new_ones() {
     let Some(bus) = Bus::start() else { return };
-    let mut daemon = Daemon::start(&bus, &slow_config("[service]\nstop_grace_s = 60\n"), &[]);
+    let mut daemon = Daemon::start(&bus, &slow_config("[service]\nstop_grace_s = 300\n"), &[]);
     let mut c = Client::connect(&bus.address).await;
     let job = c.summarize_text(&long_text(), &opts(&[])).await.unwrap();
     wait_running(&c, job.as_str()).await;

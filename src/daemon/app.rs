@@ -319,6 +319,11 @@ pub async fn run_daemon(opts: DaemonOptions) -> anyhow::Result<()> {
             }
         })
     });
+    // The handlers exist before anyone hears that the daemon is ready: a SIGHUP or SIGTERM
+    // that came earlier would otherwise kill it (their default action).
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
+    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     if let Some(n) = &notifier {
         if let Err(e) = n.ready() {
             tracing::warn!("sd_notify READY=1: {e}");
@@ -327,9 +332,6 @@ pub async fn run_daemon(opts: DaemonOptions) -> anyhow::Result<()> {
     // The readiness line tests and scripts wait for.
     eprintln!("seqgptd: ready on the {} bus", opts.bus.kind().as_str());
 
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    let mut int = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())?;
-    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
     let bus_lost = loop {
         tokio::select! {
             _ = term.recv() => { tracing::info!("SIGTERM: shutting down"); break false }
