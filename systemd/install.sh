@@ -60,9 +60,10 @@ examples/summarize_gdbus.c|usr/share/doc/seqgpt-fast/examples/summarize_gdbus.c|
 examples/summarize_gio.py|usr/share/doc/seqgpt-fast/examples/summarize_gio.py|0644
 examples/summarize_client.rs|usr/share/doc/seqgpt-fast/examples/summarize_client.rs|0644
 EOF
-    # Man pages and completions (generated from the command lines; tests/cli_docs.rs).
-    for f in "$top"/docs/man/*.1; do echo "docs/man/${f##*/}|usr/share/man/man1/${f##*/}|0644"; done
-    for f in "$top"/docs/man/*.8; do echo "docs/man/${f##*/}|usr/share/man/man8/${f##*/}|0644"; done
+    # Man pages (gzipped, as in the package) and completions, generated from the command
+    # lines (tests/cli_docs.rs).
+    for f in "$top"/docs/man/*.1; do echo "docs/man/${f##*/}|usr/share/man/man1/${f##*/}.gz|0644"; done
+    for f in "$top"/docs/man/*.8; do echo "docs/man/${f##*/}|usr/share/man/man8/${f##*/}.gz|0644"; done
     for f in "$top"/docs/completions/bash/*; do echo "docs/completions/bash/${f##*/}|usr/share/bash-completion/completions/${f##*/}|0644"; done
     for f in "$top"/docs/completions/zsh/*; do echo "docs/completions/zsh/${f##*/}|usr/share/zsh/vendor-completions/${f##*/}|0644"; done
     for f in "$top"/docs/completions/fish/*; do echo "docs/completions/fish/${f##*/}|usr/share/fish/vendor_completions.d/${f##*/}|0644"; done
@@ -103,7 +104,14 @@ done
 
 files | while IFS='|' read -r src dst mode; do
     case $src in BUILD/*) src=$build_dir/${src#BUILD/} ;; *) src=$top/$src ;; esac
-    install -D -m "$mode" "$src" "$root/$dst"
+    if [ "${dst%.gz}" != "$dst" ] && [ "${src%.gz}" = "$src" ]; then
+        # A man page: installed gzipped, as the package has it.
+        install -d "$(dirname "$root/$dst")"
+        gzip -9n -c "$src" >"$root/$dst"
+        chmod "$mode" "$root/$dst"
+    else
+        install -D -m "$mode" "$src" "$root/$dst"
+    fi
 done
 
 mkdir -p "$(dirname "$config_dst")"

@@ -75,7 +75,11 @@ for src, dst, _mode in meta["assets"]:
         print("no file matches the asset", src, file=sys.stderr)
         sys.exit(1)
     for s in sources:
-        deb.add(dst + os.path.basename(s) if dst.endswith("/") else dst)
+        path = dst + os.path.basename(s) if dst.endswith("/") else dst
+        # cargo-deb gzips man pages, as Debian policy asks.
+        if path.startswith("usr/share/man/") and not path.endswith(".gz"):
+            path += ".gz"
+        deb.add(path)
 staged = set()
 for d, _, files in os.walk(sys.argv[2]):
     for f in files:
