@@ -84,6 +84,7 @@ pub enum Work {
 }
 
 /// What a job ended with, when it succeeded.
+#[derive(Debug)]
 pub enum Outcome {
     Summary(Summary),
     /// The labels the model chose (in its order) and its raw answer.
@@ -426,7 +427,7 @@ mod tests {
         assert!(!job.stop(Stop::Cancelled), "asked once");
         assert!(job.cancel.is_cancelled());
         let ok = Summary { text: "s".into(), method: Method::Extractive, stats: SummaryStats::default(), sentences: Vec::new() };
-        let (r, state) = job.finish(Ok(ok));
+        let (r, state) = job.finish(Ok(Outcome::Summary(ok)));
         assert_eq!(state, JobState::Cancelled);
         assert_eq!(r.unwrap_err().kind, ErrorKind::Cancelled);
         assert!(!job.stop(Stop::Cancelled), "a finished job is not stopped");

@@ -153,7 +153,7 @@ mod tests {
     fn simd_and_scalar_match_the_dequantized_reference() {
         let k = 512;
         for seed in 0..4u32 {
-            let w: Vec<f32> = (0..k).map(|i| (((i as u32 * 2654435761u32) ^ seed) % 1000) as f32 / 250.0 - 2.0).collect();
+            let w: Vec<f32> = (0..k).map(|i| (((i as u32).wrapping_mul(2654435761u32) ^ seed) % 1000) as f32 / 250.0 - 2.0).collect();
             let xf: Vec<f32> = (0..k).map(|i| ((i * 37 + seed as usize * 11) % 101) as f32 / 30.0 - 1.7).collect();
             let mut bytes = Vec::new();
             quantize_row(GgmlType::Q6_K, &w, &mut bytes).unwrap();
