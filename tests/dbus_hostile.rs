@@ -420,7 +420,7 @@ async fn the_gio_example_reports_a_daemon_that_went_away() {
     let Some(bus) = Bus::start() else { return };
     let mut daemon = Daemon::start(&bus, &slow_config(""), &[]);
     let text = bus.dir.path().join("long.txt");
-    std::fs::write(&text, (0..5).map(|i| format!("Part {i}.\n\n{ARTICLE}")).collect::<Vec<_>>().join("\n\n")).unwrap();
+    std::fs::write(&text, long_article(5)).unwrap();
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/summarize_gio.py");
     let mut child = std::process::Command::new(python)
         .arg(&example)

@@ -16,7 +16,7 @@ const T: Duration = Duration::from_secs(120);
 /// Enough for the slow template to take the engine some seconds even in a release build, so
 /// that a signal sent once the job runs finds it still running.
 fn long_text() -> String {
-    (0..12).map(|i| format!("Part {i}.\n\n{ARTICLE}")).collect::<Vec<_>>().join("\n\n")
+    long_article(12)
 }
 
 fn signal(daemon: &Daemon, sig: i32) {
@@ -84,7 +84,7 @@ async fn reload_keeps_running_jobs_and_serves_new_ones_with_the_new_config() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_lets_running_jobs_finish_and_refuses_new_ones() {
     let Some(bus) = Bus::start() else { return };
-    let mut daemon = Daemon::start(&bus, &slow_config("[service]\nstop_grace_s = 300\n"), &[]);
+    let daemon = Daemon::start(&bus, &slow_config("[service]\nstop_grace_s = 300\n"), &[]);
     let mut c = Client::connect(&bus.address).await;
     let job = c.summarize_text(&long_text(), &opts(&[])).await.unwrap();
     wait_running(&c, job.as_str()).await;
@@ -98,11 +98,6 @@ async fn stop_lets_running_jobs_finish_and_refuses_new_ones() {
     let events = c.events(job.as_str(), T).await;
     assert!(matches!(events.last(), Some(Event::Finished(..))), "{events:?}");
     eprintln!("the job ended {:?} after SIGTERM", stopped.elapsed());
-    let status = tokio::task::spawn_blocking(move || {
-        let s = daemon.terminate();
-        (s, daemon.log())
-    })
-    .await
-    .unwrap();
+    let status = daemon.terminate_async().await;
     assert!(status.0.success(), "exit status {:?}\n{}", status.0, status.1);
 }

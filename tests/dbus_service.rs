@@ -33,7 +33,7 @@ max_new_tokens = [24, 24, 24]
 
 /// About 2,500 tokens of the tiny tokenizer: two long prompts.
 fn long_text() -> String {
-    (0..5).map(|i| format!("Part {i}.\n\n{ARTICLE}")).collect::<Vec<_>>().join("\n\n")
+    long_article(5)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -255,17 +255,12 @@ async fn a_client_that_disconnects_cancels_its_jobs() {
 async fn sigterm_fails_running_jobs_and_exits_cleanly() {
     let Some(bus) = Bus::start() else { return };
     // No grace: the running job is failed at once (tests/dbus_lifecycle.rs has the grace).
-    let mut daemon = Daemon::start(&bus, &slow_config("[service]\nstop_grace_s = 0\n"), &[]);
+    let daemon = Daemon::start(&bus, &slow_config("[service]\nstop_grace_s = 0\n"), &[]);
     let mut c = Client::connect(&bus.address).await;
     let job = c.summarize_text(&long_text(), &opts(&[])).await.unwrap();
     // Let it start.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let status = tokio::task::spawn_blocking(move || {
-        let s = daemon.terminate();
-        (s, daemon.log())
-    })
-    .await
-    .unwrap();
+    let status = daemon.terminate_async().await;
     assert!(status.0.success(), "exit status {:?}\n{}", status.0, status.1);
     let events = c.events(job.as_str(), T).await;
     assert!(

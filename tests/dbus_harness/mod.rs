@@ -256,6 +256,16 @@ impl Daemon {
         self.log.lock().unwrap().clone()
     }
 
+    /// [`Daemon::terminate`] off the async workers: the exit status and the daemon's log.
+    pub async fn terminate_async(mut self) -> (ExitStatus, String) {
+        tokio::task::spawn_blocking(move || {
+            let s = self.terminate();
+            (s, self.log())
+        })
+        .await
+        .expect("the terminating thread")
+    }
+
     /// Sends SIGTERM and waits (at most 30 s) for the exit status.
     pub fn terminate(&mut self) -> ExitStatus {
         // SAFETY: kill(2) on the pid of a child this harness started.
@@ -291,6 +301,11 @@ impl Drop for Daemon {
 fn unique() -> u64 {
     static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     N.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// `parts` copies of [`ARTICLE`], numbered: a text whose model summary takes several prompts.
+pub fn long_article(parts: usize) -> String {
+    (0..parts).map(|i| format!("Part {i}.\n\n{ARTICLE}")).collect::<Vec<_>>().join("\n\n")
 }
 
 /// The tiny random BLOOM fixture as a GGUF file (f16 matrices).
