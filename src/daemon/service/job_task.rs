@@ -56,7 +56,13 @@ pub async fn start(
     options: RequestOptions,
 ) -> Result<OwnedObjectPath, ServiceError> {
     let path = match &options.handle_token {
-        Some(token) => token_path(who.owner.as_str(), token),
+        Some(token) => match token_path(who.owner.as_str(), token) {
+            Ok(p) => p,
+            Err(e) => {
+                core.release(slot);
+                return Err(e);
+            }
+        },
         None => job_path(),
     };
     let mut job = JobShared::new(core.next_id(), path, who.owner, who.uid, options.detach);

@@ -334,9 +334,10 @@ pub fn job_path() -> OwnedObjectPath {
 /// the caller's unique name without its ':' and with '_' for '.' (as the XDG desktop portals
 /// do), so that a client knows the path before its call and can subscribe to the job's
 /// signals first. `token` was checked by the options parser (`[A-Za-z0-9_]{1,64}`).
-pub fn token_path(sender: &str, token: &str) -> OwnedObjectPath {
+pub fn token_path(sender: &str, token: &str) -> Result<OwnedObjectPath, ServiceError> {
     let sender: String = sender.trim_start_matches(':').chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect();
-    OwnedObjectPath::try_from(format!("{JOBS_PATH}/{sender}/{token}")).expect("a valid object path")
+    OwnedObjectPath::try_from(format!("{JOBS_PATH}/{sender}/{token}"))
+        .map_err(|_| ServiceError::invalid_args("handle_token: no job path can be made from this caller's name and token"))
 }
 
 /// A sentence's anchor on the bus: text, page, start, end (characters of the page's text),
@@ -435,7 +436,8 @@ mod tests {
 
     #[test]
     fn token_paths_are_computable() {
-        assert_eq!(token_path(":1.42", "t_1").as_str(), "/org/seqgpt/Summarizer1/jobs/1_42/t_1");
+        assert_eq!(token_path(":1.42", "t_1").unwrap().as_str(), "/org/seqgpt/Summarizer1/jobs/1_42/t_1");
+        assert!(token_path(":", "t").is_err(), "an empty sender element is not a path");
     }
 
     #[test]
