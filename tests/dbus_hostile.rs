@@ -151,7 +151,9 @@ async fn hostile_cache_entries_are_removed_not_served() {
 
 /// An 8 MiB text: prose with sentence breaks (`prose`), or one without any.
 fn big_text(prose: bool, seed: usize) -> String {
-    let unit = if prose { format!("{ARTICLE}\n\n") } else { format!("word{seed} ") };
+    // Not prose: words without a single sentence break (a summary of it is the best of it,
+    // cut and marked: a text of no words at all is refused as NoText, tested elsewhere).
+    let unit = if prose { format!("{ARTICLE}\n\n") } else { format!("word{} ", char::from(b'a' + (seed % 26) as u8)) };
     let mut t = unit.repeat(EIGHT_MIB / unit.len());
     t.truncate(EIGHT_MIB - 16);
     while !t.is_char_boundary(t.len()) {

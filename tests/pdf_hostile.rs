@@ -61,6 +61,32 @@ fn truncated_files() {
 }
 
 #[test]
+fn streams_that_end_without_an_end_of_line_are_read() {
+    // As a 2005 VTeX wrote them: "obj<<", ">>stream" and " endstream" (a space where the
+    // end of line belongs), with a sound cross-reference table.
+    let full = late_pages_doc();
+    let replace = |bytes: &[u8], from: &[u8], to: &[u8]| -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        let mut i = 0;
+        while i + from.len() <= out.len() {
+            if &out[i..i + from.len()] == from {
+                out[i..i + from.len()].copy_from_slice(to);
+                i += from.len();
+            } else {
+                i += 1;
+            }
+        }
+        out
+    };
+    let odd = replace(&replace(&full, b"\nendstream", b" endstream"), b"obj\n<<", b"obj <<");
+    assert!(extract_text(&full, &ExtractOptions::default()).unwrap().warnings.is_empty());
+    let d = extract_text(&odd, &ExtractOptions::default()).unwrap();
+    assert_eq!(d.pages.len(), 5);
+    assert_eq!(words(&d.pages[4].text), "page 5 text");
+    assert!(d.warnings.iter().all(|w| !w.contains("damaged")), "{:?}", d.warnings);
+}
+
+#[test]
 fn broken_xref_offsets_are_repaired() {
     let full = helvetica_page(b"BT /F1 12 Tf 72 700 Td (still here) Tj ET");
     // Shift every object by inserting a comment after the header.

@@ -11,7 +11,7 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    cli::logging::init("seqgpt", "warn");
+    cli::logging::init("seqgpt", "warn,lopdf=off");
     if let Err(err) = cli::run(cli::Cli::parse()) {
         eprintln!("seqgpt: {err:#}");
         std::process::exit(1);

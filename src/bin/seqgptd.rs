@@ -11,7 +11,7 @@ use clap::Parser;
 use seqgpt::cli;
 
 fn main() {
-    cli::logging::init("seqgptd", "info");
+    cli::logging::init("seqgptd", "info,lopdf=off");
     let args = cli::seqgptd::DaemonArgs::parse();
     std::process::exit(cli::seqgptd::run(args));
 }

@@ -8,7 +8,9 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::EnvFilter;
 
-/// Installs the subscriber; `default_filter` applies unless `SEQGPT_LOG` is set.
+/// Installs the subscriber; `default_filter` applies unless `SEQGPT_LOG` is set. The
+/// binaries keep the PDF parser's own log lines out by default (`lopdf=off`): what it
+/// repaired reaches the user as the job's warnings; `SEQGPT_LOG=debug` shows them.
 pub fn init(program: &str, default_filter: &str) {
     let filter = || EnvFilter::try_from_env("SEQGPT_LOG").unwrap_or_else(|_| default_filter.into());
     if stderr_is_journal() {

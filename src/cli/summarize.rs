@@ -126,6 +126,10 @@ pub fn run(mut args: SummarizeArgs) -> anyhow::Result<()> {
         }
         args.password = Some(read_password(&file)?);
     }
+    if args.local {
+        // The benchmark's switch (SEQGPT_SUMMARY_ABLATE): read here only, never by the daemon.
+        crate::summarize::ablation::enable_from_env().map_err(|e| anyhow::anyhow!(e))?;
+    }
     if args.explain {
         let bytes = read_input(&args)?;
         let input = if args.text { Input::Text(text_of(bytes, &args)?) } else { Input::Pdf { bytes, permit: None } };
@@ -252,7 +256,11 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     if let Some(t) = args.threads {
         cfg.threads = t;
     }
-    let opts = args.options()?;
+    let mut opts = args.options()?;
+    if !crate::summarize::ablation::stages().is_empty() {
+        // A summary with stages switched off is a measurement, not one to keep.
+        opts.no_cache = true;
+    }
     if args.model.as_ref().is_some_and(|m| !m.exists()) {
         bail!("model file {} does not exist", args.model.as_ref().map_or(String::new(), |m| m.display().to_string()));
     }

@@ -54,6 +54,16 @@ pub(crate) fn open(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Res
         Err(PdfError::Invalid(_)) => 0,
         Err(_) => return first,
     };
+    // Streams that end " endstream" (a space where an end of line belongs, as some producers
+    // write them): the same bytes with the end of line put back parse, and keep every offset.
+    if let Some(framed) = reframe_endstream(bytes) {
+        if let Ok((doc, mut warnings)) = open_as_is(&framed, password, limits, false) {
+            if readable_pages(&doc, limits).0 > first_pages {
+                warnings.push("nonstandard PDF: streams end without an end of line before endstream; read as if they had one".into());
+                return Ok((doc, warnings));
+            }
+        }
+    }
     let mut patched = Vec::with_capacity(bytes.len() + RECOVERY_TAIL.len());
     patched.extend_from_slice(bytes);
     patched.extend_from_slice(RECOVERY_TAIL);
@@ -78,6 +88,23 @@ pub(crate) fn open(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Res
             other => other,
         },
     }
+}
+
+/// `bytes` with every " endstream" after a non-whitespace byte written "\nendstream" (same
+/// length, so the cross-reference offsets stay right); `None` when there is none.
+fn reframe_endstream(bytes: &[u8]) -> Option<Vec<u8>> {
+    const FIND: &[u8] = b" endstream";
+    let mut out: Option<Vec<u8>> = None;
+    let mut i = 1;
+    while i + FIND.len() <= bytes.len() {
+        if &bytes[i..i + FIND.len()] == FIND && !bytes[i - 1].is_ascii_whitespace() {
+            out.get_or_insert_with(|| bytes.to_vec())[i] = b'\n';
+            i += FIND.len();
+        } else {
+            i += 1;
+        }
+    }
+    out
 }
 
 /// How many pages have content, and whether the page tree (not a scan) found them.

@@ -370,22 +370,52 @@ fn line_text(seg: &Segment, glyphs: &[Glyph], text: &str) -> (String, Vec<(u32, 
     (s, placed)
 }
 
-/// Stack segments into blocks.
+/// The page's line pitch, in font sizes: the most common distance from a line of text (at
+/// least `wide` long) to the next one below it (overlapping it, in a similar size), in steps
+/// of 0.1; `None` on a page with too
+/// few such pairs to tell. 1.2 is single spacing; a double-spaced thesis has about 2.4.
+fn line_pitch(segs: &[Segment], wide: f32) -> Option<f32> {
+    let mut hist = [0usize; 41];
+    let mut pairs = 0usize;
+    for (i, a) in segs.iter().enumerate().filter(|(_, a)| a.p1 - a.p0 >= wide) {
+        // The nearest segment below `a` among the next few (they are sorted by `s`).
+        let next = segs[i + 1..].iter().take(12).filter(|b| {
+            let dy = b.s - a.s;
+            dy > 0.3 * a.size && dy <= 4.0 * a.size && (b.size - a.size).abs() <= 0.15 * a.size && b.p1.min(a.p1) - b.p0.max(a.p0) > 0.0
+        });
+        if let Some(dy) = next.map(|b| b.s - a.s).min_by(f32::total_cmp) {
+            hist[((dy / a.size * 10.0).round() as usize).min(40)] += 1;
+            pairs += 1;
+        }
+    }
+    let (bin, n) = hist.iter().enumerate().max_by_key(|&(k, &n)| (n, std::cmp::Reverse(k)))?;
+    (pairs >= 3 && *n * 3 >= pairs).then_some(bin as f32 / 10.0)
+}
+
+/// Stack segments into blocks. Lines join a block up to 1.6 font sizes apart, or, on a page
+/// set with wider spacing (1.5- or double-spaced), up to 1.12 times the page's own pitch, so
+/// that a paragraph's lines stay together at any spacing while a paragraph's extra space
+/// still ends it. The wider reach applies below lines of running text only.
 fn blocks(mut segs: Vec<Segment>) -> Vec<Block> {
     segs.sort_by(|a, b| a.s.total_cmp(&b.s).then(a.p0.total_cmp(&b.p0)));
+    // Lines of running text: at least 60% of the page's longest (not table cells, contents
+    // columns or labels, which keep the fixed reach).
+    let wide = 0.6 * segs.iter().map(|s| s.p1 - s.p0).fold(0.0f32, f32::max);
+    let reach = line_pitch(&segs, wide).map_or(1.6, |p| (p * 1.12).clamp(1.6, 3.5));
     let max_size = segs.iter().map(|s| s.size).fold(0.0f32, f32::max);
     let mut blocks: Vec<Block> = Vec::new();
     // Blocks that may still take a line: the most recent ones whose last line is near enough.
     let mut open: std::collections::VecDeque<usize> = std::collections::VecDeque::new();
     for seg in segs {
-        open.retain(|&i| blocks[i].lines.last().is_some_and(|l| seg.s - l.s <= 1.6 * max_size));
+        open.retain(|&i| blocks[i].lines.last().is_some_and(|l| seg.s - l.s <= reach * max_size));
         let mut best: Option<usize> = None;
         for &i in &open {
             let b = &blocks[i];
             let Some(last) = b.lines.last() else { continue };
             let dy = seg.s - last.s;
             let size = seg.size.max(last.size);
-            if dy <= 0.3 * size || dy > 1.6 * size {
+            let reach = if last.p1 - last.p0 >= wide { reach } else { 1.6 };
+            if dy <= 0.3 * size || dy > reach * size {
                 continue;
             }
             if !(seg.size <= last.size * 1.35 && last.size <= seg.size * 1.35) {

@@ -19,6 +19,7 @@ pub mod clean;
 pub mod document;
 pub mod extract;
 pub mod rank;
+pub mod scorer;
 pub mod read;
 pub mod pipeline;
 pub mod prompt;

@@ -3,28 +3,31 @@
 //! configured or the model fails, and the method of `seqgpt summarize --local` on a fresh
 //! machine; with the SeqGPT template it also orders and cuts the sentences the model quoted.
 //!
-//! Ranking, deterministic for a given input (docs/SUMMARIZE.md has the weights and what each
-//! adds on research articles):
+//! Ranking, deterministic for a given input (docs/SUMMARIZE.md):
 //! 1. Candidates are the sentences of prose blocks and list items ([`super::structure`]) that
 //!    read as whole sentences: 6 to 80 words (10 to 200 CJK characters), mostly plain words,
 //!    ending like a sentence, not a lead-in to a list, code or figure ("as follows:", "is shown
-//!    below."), not the tail of a sentence begun before the text.
+//!    below."), not the tail of a sentence begun before the text, and not in a change log,
+//!    a version history, a licence or installation notes (unless the document is mostly that).
 //! 2. Each is a TF-IDF vector (sublinear term frequency, smoothed IDF over the document's
 //!    sentences), L2-normalized; its centrality is the cosine with the centroid of the prose.
-//! 3. The document knows more than its words, and the centrality is weighed by it: the kind of
-//!    section a sentence stands in (conclusions and the front matter restate a document's
-//!    point, appendices and reference lists do not), its place in its section and paragraph
-//!    and in the document, its share of the title's terms, the phrases with which authors
-//!    announce their point ("in this paper", "we present", "本文") and the words of abstracts
-//!    ("provides", "implements", "describes", "framework", "example" ...), its length, and its
-//!    share of plain words.
+//! 3. The learned [`super::scorer`] turns what the document knows of each sentence (its
+//!    centrality, the kind and depth of its section, its place in the document, its section
+//!    and its paragraph, its share of the title's and the heading's terms, the phrases with
+//!    which documents announce their point, a definitional form "X is a ...", its length and
+//!    share of plain words, ...) into the probability that it belongs in the summary.
 //! 4. Selection is greedy with maximal marginal relevance (a candidate loses a share of its
 //!    score to its similarity with what is chosen, and near-duplicates are skipped) up to the
-//!    word budget; when that leaves more than 15% of the budget unused, the best-scoring set of
-//!    the top candidates that fills it is taken instead (a small knapsack).
+//!    word budget. A sentence that opens by pointing back ("This", "However", "Both", ...) is
+//!    taken only after the sentence before it. When that leaves more than 15% of the budget
+//!    unused, the best-scoring set of the top candidates that fills it is taken instead (a
+//!    small knapsack).
+//! 5. A summary of a document with prose is never empty: when no whole sentence fits the
+//!    budget, the best one is cut at a word boundary and marked with "…".
 
 use super::document::{Anchor, Document, SectionKind};
 use super::document::BlockKind;
+use super::scorer::{FeatureVec, Scorer};
 use super::structure::prose_share;
 use super::text::{is_cjk, is_cjk_letter, split_sentences, terms};
 use super::{Cancel, Length, Style, SummaryError};
@@ -79,19 +82,8 @@ pub struct Sentence {
     pub words: usize,
     /// It reads as a sentence a summary may quote (see the module notes).
     pub candidate: bool,
-}
-
-/// Sentence-level features, in the order the score multiplies them (`seqgpt summarize
-/// --explain` prints them).
-#[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize)]
-pub struct Features {
-    pub centrality: f64,
-    pub section: f64,
-    pub position: f64,
-    pub title: f64,
-    pub cue: f64,
-    pub length: f64,
-    pub quality: f64,
+    /// It opens by pointing at something before it ([`dangling_start`]).
+    pub dangling: bool,
 }
 
 /// Sparse TF-IDF vector: (term id, weight), sorted by term id, L2-normalized.
@@ -101,87 +93,166 @@ type SparseVec = Vec<(u32, f64)>;
 pub struct Ranker {
     pub sentences: Vec<Sentence>,
     vectors: Vec<SparseVec>,
-    pub features: Vec<Features>,
+    /// Each sentence's features ([`super::scorer::NAMES`]).
+    pub features: Vec<FeatureVec>,
+    /// Each sentence's score (0 for one that is not a candidate).
     pub scores: Vec<f64>,
 }
 
-/// Phrases with which authors say what their document is about.
+/// The sentences a summary is made of ([`Ranker::choose`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// Indices of the sentences, in document order.
+    pub chosen: Vec<usize>,
+    /// No whole sentence fit the budget: the one chosen is cut at a word boundary ("…").
+    pub cut: bool,
+}
+
+/// Phrases with which documents say what they are about (matched as whole words).
 const CUES: &[&str] = &[
-    "in this paper", "in this article", "in this vignette", "in this note", "in this report", "in this work",
-    "in this thesis", "in this chapter", "in this document", "in this tutorial", "this paper", "this article",
-    "this vignette", "this report", "this document", "this note", "this work", "we present", "we propose",
+    "in this paper", "in this article", "in this note", "in this report", "in this work", "in this thesis",
+    "in this chapter", "in this document", "in this manual", "in this guide", "in this tutorial", "this paper",
+    "this article", "this report", "this document", "this manual", "this guide", "this note", "this work",
+    "this package", "this library", "this program", "this tool", "this software", "we present", "we propose",
     "we describe", "we introduce", "we show", "we demonstrate", "we develop", "we provide", "we discuss",
     "we illustrate", "we implement", "we extend", "we review", "we summarize", "we conclude", "our approach",
-    "our method", "our results", "the package", "this package", "the main contribution", "in summary",
-    "to summarize", "in conclusion", "本文", "我们提出", "本研究", "本论文", "本项目", "本章",
+    "our method", "our results", "the main contribution", "in summary", "to summarize", "in conclusion",
+    "is designed to", "is intended", "aims to", "the purpose of",
 ];
+
+/// CJK phrases with which documents say what they are about.
+const CJK_CUES: &[&str] = &["本文", "我们提出", "本研究", "本论文", "本项目", "本章", "旨在", "主要内容"];
 
 /// Words with which documents describe what they are and offer (the vocabulary of
-/// abstracts, matched as word beginnings): each one a sentence uses counts, up to three.
+/// abstracts), matched as whole words with their inflections: each one a sentence uses
+/// counts, up to three.
 const ABSTRACT_WORDS: &[&str] = &[
     "provide", "implement", "describe", "illustrate", "introduce", "present", "propose", "develop", "allow", "enable",
-    "support", "offer", "include", "extend", "available", "application", "applied", "example", "general", "framework",
+    "support", "offer", "include", "extend", "available", "application", "apply", "example", "general", "framework",
     "approach", "method", "software", "package", "library", "tool", "toolkit", "paper", "article", "overview",
-    "analysis", "efficient", "flexible", "new", "novel", "several", "variety", "wide", "range", "various", "based",
+    "analysis", "efficient", "flexible", "new", "novel", "several", "variety", "wide", "range", "various", "base",
+    "user", "document", "program", "system", "interface", "feature", "simple", "easy", "allows",
 ];
 
-/// The ranking's weights, found on research articles (docs/SUMMARIZE.md, "Quality"; rounded).
-mod weight {
-    /// Sections: where documents state their point.
-    pub const ABSTRACT: f64 = 1.5;
-    pub const INTRODUCTION: f64 = 1.3;
-    pub const CONCLUSION: f64 = 2.2;
-    pub const FRONT: f64 = 1.75;
-    pub const BODY: f64 = 1.4;
-    pub const APPENDIX: f64 = 0.25;
-    /// The first prose block of a section: 1 + this (its later blocks: 1 + this / (1 + rank)).
-    pub const SECTION_LEAD: f64 = 0.35;
-    /// The first sentence of a paragraph.
-    pub const TOPIC_SENTENCE: f64 = 1.2;
-    /// The document's beginning: 1 + this * (1 - relative position)^2.
-    pub const LEAD: f64 = 0.25;
-    /// The title: 1 + this * the share of the title's terms the sentence has.
-    pub const TITLE: f64 = 1.0;
-    /// A phrase that announces the document's point.
-    pub const CUE: f64 = 1.15;
-    /// Words of abstracts: 1 + this * min(hits, 3) / 3.
-    pub const ABSTRACT_WORDS: f64 = 1.0;
-    /// Sentence length: up to 7 words, 8 to 11, more than 36.
-    pub const SHORT: f64 = 0.2;
-    pub const SHORTISH: f64 = 0.35;
-    pub const LONG: f64 = 0.65;
-    pub const LONG_FROM: usize = 37;
-    /// List items (written as sentences).
-    pub const LIST_ITEM: f64 = 1.4;
-    /// Exponent of the centrality (below 1: structure weighs more than topic alone).
-    pub const CENTRALITY_POWER: f64 = 0.5;
-    /// Exponent of the share of plain words.
-    pub const PROSE_POWER: i32 = 2;
-    /// Maximal marginal relevance: the share of a candidate's score lost per unit of similarity
-    /// to the chosen sentences; above this similarity it is a near-duplicate, skipped.
-    pub const REDUNDANCY: f64 = 0.25;
-    pub const DUPLICATE: f64 = 0.3;
+/// Endings a word of [`ABSTRACT_WORDS`] may take.
+const INFLECTIONS: &[&str] = &["", "s", "es", "d", "ed", "ing", "ly", "ation", "ations", "ment", "ments", "er", "ers", "ied", "ies"];
+
+fn abstract_word(word: &str) -> bool {
+    ABSTRACT_WORDS.iter().any(|stem| {
+        word.strip_prefix(stem).is_some_and(|rest| INFLECTIONS.contains(&rest))
+            || (stem.ends_with('e') || stem.ends_with('y')) && word.strip_prefix(&stem[..stem.len() - 1]).is_some_and(|rest| INFLECTIONS.contains(&rest) && !rest.is_empty())
+    })
 }
 
-/// Section weights: where a document states its point.
-fn section_weight(kind: SectionKind) -> f64 {
-    match kind {
-        SectionKind::Abstract => weight::ABSTRACT,
-        SectionKind::Introduction => weight::INTRODUCTION,
-        SectionKind::Conclusion => weight::CONCLUSION,
-        SectionKind::Front => weight::FRONT,
-        SectionKind::Background | SectionKind::Body => weight::BODY,
-        SectionKind::Appendix => weight::APPENDIX,
-        SectionKind::Acknowledgements | SectionKind::References | SectionKind::Contents => 0.0,
+/// Words that open a sentence by pointing at something said before it: such a sentence does
+/// not stand alone in a summary. "This" and "These" before a word that names the document
+/// itself ("This package provides ...") point at nothing missing.
+const DANGLING: &[&str] = &[
+    "this", "these", "that", "those", "it", "its", "they", "their", "them", "both", "such", "however", "moreover",
+    "furthermore", "also", "thus", "hence", "therefore", "consequently", "additionally", "similarly", "likewise",
+    "nevertheless", "nonetheless", "otherwise", "instead", "then", "there", "here", "finally", "second", "secondly",
+    "third", "thirdly", "next", "another", "besides", "but", "and", "or", "so", "yet", "still", "accordingly",
+    "conversely", "alternatively", "meanwhile", "further", "again", "latter", "former", "above", "he", "she",
+];
+
+/// Openings of several words that point back ("In a second condition", "The latter", "In
+/// addition", "On the other hand"), lowercase.
+const DANGLING_PHRASES: &[&str] = &[
+    "in a second", "in a third", "in the second", "in the third", "the latter", "the former", "in addition",
+    "on the other hand", "in contrast", "in this case", "in that case", "as a result", "for this reason",
+    "for these reasons", "to this end", "in particular", "as such", "of these", "each of these", "all of these",
+    "one of these", "some of these", "in the same way", "at the same time", "by contrast", "even so", "in turn",
+    "the same", "the other", "the rest",
+];
+
+/// Words after "This"/"These" that name the document itself, not something before.
+const SELF_NOUNS: &[&str] = &[
+    "paper", "article", "document", "package", "packages", "manual", "guide", "thesis", "report", "chapter", "note",
+    "notes", "tutorial", "vignette", "work", "library", "software", "program", "tool", "module", "book", "class",
+    "bundle", "system", "project", "text", "introduction", "section",
+];
+
+/// CJK openings that point back.
+const CJK_DANGLING: &[&str] = &["这", "那", "它", "其", "该", "此", "但", "然而", "此外", "因此", "所以", "另外", "而且", "并且", "同时", "因而", "于是", "不过", "否则"];
+
+/// Whether a sentence opens by pointing at something said before it ([`DANGLING`]).
+pub fn dangling_start(text: &str) -> bool {
+    let t = text.trim_start_matches(|c: char| !c.is_alphanumeric() && !is_cjk_letter(c));
+    if t.starts_with(|c: char| is_cjk_letter(c)) {
+        return CJK_DANGLING.iter().any(|p| t.starts_with(p)) && !t.starts_with("其他") && !t.starts_with("其中");
     }
+    let lower = t.to_lowercase();
+    let mut words = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty());
+    let Some(first) = words.next() else { return false };
+    if DANGLING_PHRASES.iter().any(|p| lower.starts_with(p) && lower[p.len()..].starts_with(|c: char| !c.is_alphanumeric())) {
+        return true;
+    }
+    if !DANGLING.contains(&first) {
+        return false;
+    }
+    if matches!(first, "this" | "these") {
+        return !words.next().is_some_and(|w| SELF_NOUNS.contains(&w));
+    }
+    true
 }
+
+/// Section titles of what does not stand for a document's content: change logs, version
+/// histories, licences, installation notes (lowercase, matched as whole words).
+const ASIDE_TITLES: &[&str] = &[
+    "change", "changes", "changelog", "change log", "history", "version history", "revision history", "news",
+    "release notes", "what's new", "whats new", "licence", "license", "licensing", "copying", "copyright",
+    "installation", "installing", "install", "download", "downloading", "obtaining", "acknowledgment", "credits",
+    "versions", "bugs", "known bugs", "todo", "to do",
+];
+
+/// Whether a section titled `title` is an aside ([`ASIDE_TITLES`]).
+pub fn aside_section(title: &str) -> bool {
+    let t = super::structure::strip_numbering(title).to_lowercase();
+    let t = t.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'').trim();
+    let words: Vec<&str> = t.split(|c: char| !c.is_alphanumeric() && c != '\'').filter(|w| !w.is_empty()).collect();
+    if words.is_empty() || words.len() > 6 {
+        return false;
+    }
+    ASIDE_TITLES.iter().any(|a| {
+        let aw: Vec<&str> = a.split(' ').collect();
+        words.windows(aw.len()).any(|w| w == aw.as_slice())
+    }) || ["更新", "版本历史", "修订记录", "许可", "版权", "安装", "变更"].iter().any(|c| t.contains(c))
+}
+
+/// Whether a sentence reads like a change-log or licence line by itself ("Fixed a bug in ...",
+/// "version 2.1", "under the terms of the GNU General Public License").
+fn aside_sentence(lower: &str) -> bool {
+    let first = lower.split_whitespace().next().unwrap_or("");
+    let changelog = matches!(first, "fixed" | "added" | "removed" | "changed" | "new:" | "fix:" | "bugfix" | "bugfix:" | "deprecated")
+        || lower.contains("bug fix");
+    let licence = ["gnu general public license", "lppl", "latex project public license", "without any warranty", "permission is granted", "all rights reserved", "public licen"]
+        .iter()
+        .any(|p| lower.contains(p));
+    changelog || licence
+}
+
+/// Whether a sentence defines something ("NEATO is a utility ...", "The package provides ..."):
+/// a short subject, then a defining verb, within the first words.
+fn definition(lower: &str) -> bool {
+    let words: Vec<&str> = lower.split_whitespace().take(9).collect();
+    words.iter().enumerate().skip(1).any(|(i, w)| {
+        let next = words.get(i + 1).copied().unwrap_or("");
+        (matches!(*w, "is" | "are") && matches!(next, "a" | "an" | "the" | "designed" | "intended" | "used"))
+            || matches!(*w, "provides" | "implements" | "offers" | "defines" | "describes" | "presents" | "introduces" | "contains" | "allows" | "enables" | "supports" | "computes" | "draws" | "generates" | "converts")
+    }) || lower.contains("是一个") || lower.contains("是一种") || lower.contains("提供了")
+}
+
+/// The share of the budget-less [`Ranker`]'s redundancy penalty per unit of similarity to
+/// the chosen sentences, and the similarity above which a candidate is a near-duplicate.
+const REDUNDANCY: f64 = 0.25;
+const DUPLICATE: f64 = 0.3;
 
 impl Ranker {
     /// Splits the prose of `doc` into sentences and ranks them; `Cancelled` once `cancel` is
     /// set (checked every few sentences).
     pub fn new(doc: &Document, cancel: &Cancel) -> Result<Self, SummaryError> {
         let mut sentences = Vec::new();
-        for (b, block) in doc.prose() {
+        for (b, block) in summarizable(doc) {
             // A list item's marker ("•", "1.", "(a)") is not part of its sentence.
             let marker = if block.kind == BlockKind::ListItem { list_marker_len(&block.text) } else { 0 };
             for r in split_sentences(&block.text) {
@@ -193,8 +264,9 @@ impl Ranker {
                 let r = r.end - source.len()..r.end;
                 let text = source.to_string();
                 let words = word_count(&text);
-                let candidate = readable(&text, words);
-                sentences.push(Sentence { block: b, range: r, text, words, candidate });
+                let candidate = readable(&text, words, lower_ok(doc, b, r.start));
+                let dangling = dangling_start(&text);
+                sentences.push(Sentence { block: b, range: r, text, words, candidate, dangling });
             }
         }
         cancel.check()?;
@@ -214,6 +286,13 @@ impl Ranker {
             for (id, _) in tf {
                 df[*id as usize] += 1;
             }
+        }
+        // A sentence may begin in lowercase with a name the document uses (a command), not
+        // with a common word (the tail of a sentence cut off before the text).
+        for s in sentences.iter_mut().filter(|s| s.candidate && s.text.starts_with(char::is_lowercase)) {
+            let first = s.text.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("");
+            let named = terms(first).first().and_then(|t| ids.get(t)).is_some_and(|&id| df[id as usize] >= 2);
+            s.candidate = named;
         }
         let idf: Vec<f64> = df.iter().map(|&d| ((total + 1.0) / (f64::from(d) + 1.0)).ln() + 1.0).collect();
         let vectorize = |tf: &[(u32, u32)]| -> SparseVec {
@@ -251,10 +330,53 @@ impl Ranker {
             block_rank.insert(b, *k);
             *k += 1;
         }
-        let ablated = |stage: &str| super::ablation::off(stage);
+        // Asides (change logs, licences, installation notes) are left out, unless most of the
+        // document's prose is in them (then the document is one).
+        let aside: Vec<bool> = doc.sections.iter().map(|s| aside_section(&s.title)).collect();
+        let aside_words: usize = sentences.iter().filter(|s| aside[doc.blocks[s.block].section]).map(|s| s.words).sum();
+        let all_words: usize = sentences.iter().map(|s| s.words).sum();
+        let drop_asides = aside_words * 2 < all_words;
+        // Sentences of each section, and the terms of its heading.
+        let mut in_section: HashMap<usize, usize> = HashMap::new();
+        for s in &sentences {
+            *in_section.entry(doc.blocks[s.block].section).or_default() += 1;
+        }
+        let heading_terms: Vec<Vec<u32>> = doc
+            .sections
+            .iter()
+            .map(|sec| {
+                let mut t: Vec<u32> = terms(super::structure::strip_numbering(&sec.title)).into_iter().filter_map(|t| ids.get(&t).copied()).collect();
+                t.sort_unstable();
+                t.dedup();
+                t
+            })
+            .collect();
+        let share_of = |v: &SparseVec, of: &[u32]| -> f64 {
+            if of.is_empty() {
+                0.0
+            } else {
+                v.iter().filter(|(id, _)| of.binary_search(id).is_ok()).count() as f64 / of.len() as f64
+            }
+        };
+        let cosines: Vec<f64> =
+            vectors.iter().map(|v| v.iter().map(|&(id, x)| x * centroid[id as usize]).sum::<f64>().max(0.0)).collect();
+        // The document's opening: the centroid of its first candidate sentences.
+        let mut lead = vec![0.0f64; vocab];
+        for (v, _) in vectors.iter().zip(&sentences).filter(|(_, s)| s.candidate).take(5) {
+            for &(id, w) in v {
+                lead[id as usize] += w;
+            }
+        }
+        let lnorm = lead.iter().map(|w| w * w).sum::<f64>().sqrt();
+        if lnorm > 0.0 {
+            lead.iter_mut().for_each(|w| *w /= lnorm);
+        }
+        let vocabulary = super::scorer::vocabulary();
+        let max_cos = cosines.iter().zip(&sentences).filter(|(_, s)| s.candidate).map(|(c, _)| *c).fold(0.0, f64::max);
         let mut features = Vec::with_capacity(sentences.len());
-        let mut prev_block = usize::MAX;
-        let mut index_in_block = 0usize;
+        let mut candidates = Vec::with_capacity(sentences.len());
+        let (mut prev_block, mut index_in_block) = (usize::MAX, 0usize);
+        let mut seen_of_section: HashMap<usize, usize> = HashMap::new();
         for (i, s) in sentences.iter().enumerate() {
             if s.block != prev_block {
                 prev_block = s.block;
@@ -263,53 +385,97 @@ impl Ranker {
                 index_in_block += 1;
             }
             let block = &doc.blocks[s.block];
-            let cos: f64 = vectors[i].iter().map(|&(id, x)| x * centroid[id as usize]).sum::<f64>().max(0.0);
-            let centrality = cos.powf(weight::CENTRALITY_POWER);
-            let section = if ablated("sections") { 1.0 } else { section_weight(doc.sections[block.section].kind) };
-            let position = if ablated("position") {
-                1.0
-            } else {
-                let rank = block_rank.get(&s.block).copied().unwrap_or(0) as f64;
-                let rel = i as f64 / total.max(1.0);
-                (1.0 + weight::SECTION_LEAD / (1.0 + rank))
-                    * if index_in_block == 0 { weight::TOPIC_SENTENCE } else { 1.0 }
-                    * (1.0 + weight::LEAD * (1.0 - rel).powi(2))
-            };
-            let title = if title_terms.is_empty() || ablated("title") {
-                1.0
-            } else {
-                let hits = vectors[i].iter().filter(|(id, _)| title_terms.binary_search(id).is_ok()).count();
-                1.0 + weight::TITLE * hits as f64 / title_terms.len() as f64
-            };
+            let section = &doc.sections[block.section];
+            let in_sec = seen_of_section.entry(block.section).or_default();
+            let sec_pos = *in_sec as f64 / in_section.get(&block.section).copied().unwrap_or(1).max(1) as f64;
+            *in_sec += 1;
             let lower = s.text.to_lowercase();
-            let cue = if ablated("cues") {
-                1.0
-            } else {
-                let hits = lower
-                    .split(|c: char| !c.is_alphanumeric())
-                    .filter(|word| ABSTRACT_WORDS.iter().any(|c| word.starts_with(c)))
-                    .count()
-                    .min(3) as f64;
-                let announces = if CUES.iter().any(|c| lower.contains(c)) { weight::CUE } else { 1.0 };
-                announces * (1.0 + weight::ABSTRACT_WORDS * hits / 3.0)
-            };
-            let length = match s.words {
-                _ if ablated("length") => 1.0,
-                0..=7 => weight::SHORT,
-                8..=11 => weight::SHORTISH,
-                n if n >= weight::LONG_FROM => weight::LONG,
-                _ => 1.0,
-            };
-            let share = f64::from(prose_share(&s.text));
-            let quality = share.powi(weight::PROSE_POWER) * if block.kind == BlockKind::ListItem { weight::LIST_ITEM } else { 1.0 };
-            features.push(Features { centrality, section, position, title, cue, length, quality });
+            let hits = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| abstract_word(w)).count().min(3) as f64;
+            let cue = CUES.iter().any(|c| contains_words(&lower, c)) || CJK_CUES.iter().any(|c| lower.contains(c) && !lower.contains("文本文件"));
+            let kind = |k: SectionKind| f64::from(u8::from(section.kind == k));
+            let is_aside = aside[block.section] || aside_sentence(&lower);
+            let first = s.text.chars().next().unwrap_or(' ');
+            let non_space = s.text.chars().filter(|c| !c.is_whitespace()).count().max(1) as f64;
+            let x: FeatureVec = [
+                cosines[i],
+                (cosines[i] + 0.01).ln(),
+                if max_cos > 0.0 { cosines[i] / max_cos } else { 0.0 },
+                vectors[i].iter().map(|&(id, x)| x * lead[id as usize]).sum::<f64>(),
+                {
+                    let t = terms(&s.text);
+                    t.iter().map(|t| vocabulary.get(t).copied().unwrap_or(0.0)).sum::<f64>() / t.len().max(1) as f64
+                },
+                share_of(&vectors[i], &title_terms),
+                share_of(&vectors[i], &heading_terms[block.section]),
+                kind(SectionKind::Front),
+                kind(SectionKind::Abstract),
+                kind(SectionKind::Introduction),
+                kind(SectionKind::Background),
+                kind(SectionKind::Body),
+                kind(SectionKind::Conclusion),
+                kind(SectionKind::Appendix),
+                f64::from(section.level.min(4)),
+                i as f64 / total.max(1.0),
+                (1.0 + i as f64).ln(),
+                1.0 / (1.0 + i as f64 / 8.0),
+                sec_pos,
+                1.0 / (1.0 + block_rank.get(&s.block).copied().unwrap_or(0) as f64),
+                f64::from(u8::from(index_in_block == 0)),
+                1.0 / (1.0 + index_in_block as f64),
+                f64::from(u8::from(cue)),
+                hits / 3.0,
+                f64::from(u8::from(definition(&lower))),
+                f64::from(u8::from(lower.split(|c: char| !c.is_alphanumeric()).any(|w| matches!(w, "we" | "our" | "us")))),
+                (s.words.max(1) as f64).ln(),
+                f64::from(u8::from(s.words <= 11)),
+                f64::from(u8::from(s.words >= 37)),
+                f64::from(prose_share(&s.text)),
+                (f64::from(prose_share(&s.text)) + 0.05).ln(),
+                s.text.chars().filter(char::is_ascii_digit).count() as f64 / non_space,
+                f64::from(u8::from(block.kind == BlockKind::ListItem)),
+                f64::from(u8::from(first.is_lowercase())),
+                f64::from(u8::from(s.dangling)),
+                f64::from(u8::from(is_aside)),
+                f64::from(u8::from(lower.contains("http") || lower.contains("www.") || lower.contains('@'))),
+            ];
+            features.push(x);
+            candidates.push(s.candidate && !(drop_asides && is_aside) && !matches!(section.kind, SectionKind::Acknowledgements | SectionKind::References | SectionKind::Contents));
         }
-        let scores = features
-            .iter()
-            .zip(&sentences)
-            .map(|(f, s)| if s.candidate { f.centrality * f.section * f.position * f.title * f.cue * f.length * f.quality } else { 0.0 })
-            .collect();
+        let scorer = Scorer::shipped();
+        let off = super::scorer::indices(&super::ablation::stages());
+        let scores = features.iter().zip(&candidates).map(|(x, &c)| if c { scorer.score(x, &off) } else { 0.0 }).collect();
+        for (s, c) in sentences.iter_mut().zip(candidates) {
+            s.candidate = c;
+        }
         Ok(Ranker { sentences, vectors, features, scores })
+    }
+
+    /// Whether sentence `i` may join `chosen` by itself: it points at nothing, or at the
+    /// sentence just before it in the same block, which is chosen.
+    fn resolved(&self, i: usize, chosen: &[usize]) -> bool {
+        if super::ablation::off("coherence") || !self.sentences[i].dangling {
+            return true;
+        }
+        i > 0 && self.sentences[i - 1].block == self.sentences[i].block && chosen.contains(&(i - 1))
+    }
+
+    /// The summary's sentences within `max_words` ([`Ranker::select`] over all candidates);
+    /// never empty while the document has a sentence: when no whole one fits, the best one,
+    /// which [`Ranker::render`] then cuts at a word boundary (`cut` says so).
+    pub fn choose(&self, max_words: usize) -> Choice {
+        let chosen = self.select(max_words, |_| true);
+        if !chosen.is_empty() || self.sentences.is_empty() {
+            let cut = chosen.iter().any(|&i| self.sentences[i].words > max_words);
+            return Choice { chosen, cut };
+        }
+        let best = (0..self.sentences.len())
+            .filter(|&i| self.sentences[i].words > 0)
+            .max_by(|&a, &b| {
+                let key = |i: usize| (self.sentences[i].candidate, self.scores[i], f64::from(prose_share(&self.sentences[i].text)));
+                let (ka, kb) = (key(a), key(b));
+                ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1)).then(ka.2.total_cmp(&kb.2)).then(b.cmp(&a))
+            });
+        Choice { chosen: best.into_iter().collect(), cut: best.is_some() }
     }
 
     /// Cosine similarity of sentences `a` and `b`.
@@ -341,29 +507,51 @@ impl Ranker {
             pool = (0..n).filter(|&i| allowed(i) && self.sentences[i].words > 0).collect();
         }
         let (redundancy_weight, duplicate) =
-            if super::ablation::off("redundancy") { (0.0, f64::INFINITY) } else { (weight::REDUNDANCY, weight::DUPLICATE) };
+            if super::ablation::off("redundancy") { (0.0, f64::INFINITY) } else { (REDUNDANCY, DUPLICATE) };
         let mut chosen: Vec<usize> = Vec::new();
         let mut used = 0usize;
+        // The value of adding sentence `c` now (its score less the redundancy share), or
+        // `None` when it would be a near-duplicate.
+        let value = |c: usize, chosen: &[usize]| -> Option<f64> {
+            let redundancy = chosen.iter().map(|&s| self.similarity(c, s)).fold(0.0, f64::max);
+            (redundancy <= duplicate).then(|| self.scores[c] - redundancy_weight * redundancy * self.scores[c])
+        };
         loop {
-            let mut best: Option<(usize, f64)> = None;
-            for (pos, &c) in pool.iter().enumerate() {
-                if used + self.sentences[c].words > max_words {
-                    continue;
-                }
-                let redundancy = chosen.iter().map(|&s| self.similarity(c, s)).fold(0.0, f64::max);
-                if redundancy > duplicate {
-                    continue;
-                }
-                let value = self.scores[c] - redundancy_weight * redundancy * self.scores[c];
+            // (the sentence, the one before it when the two go in together, their value)
+            let mut best: Option<(usize, Option<usize>, f64)> = None;
+            for &c in &pool {
+                let words = self.sentences[c].words;
+                let unit = if self.resolved(c, &chosen) {
+                    (used + words <= max_words).then(|| value(c, &chosen).map(|v| (None, v))).flatten()
+                } else {
+                    // A sentence that points back goes in with the one it points to, when that
+                    // one may stand by itself and both fit: their mean value.
+                    let p = c.wrapping_sub(1);
+                    (c > 0
+                        && self.sentences[p].block == self.sentences[c].block
+                        && pool.contains(&p)
+                        && self.resolved(p, &chosen)
+                        && used + words + self.sentences[p].words <= max_words)
+                        .then(|| {
+                            let vp = value(p, &chosen)?;
+                            let with_p: Vec<usize> = chosen.iter().copied().chain([p]).collect();
+                            Some((Some(p), (vp + value(c, &with_p)?) / 2.0))
+                        })
+                        .flatten()
+                };
                 // Strictly greater: ties go to the earlier sentence.
-                if best.is_none_or(|(_, b)| value > b) {
-                    best = Some((pos, value));
+                if let Some((before, v)) = unit {
+                    if best.is_none_or(|(_, _, b)| v > b) {
+                        best = Some((c, before, v));
+                    }
                 }
             }
-            let Some((pos, _)) = best else { break };
-            let c = pool.remove(pos);
-            used += self.sentences[c].words;
-            chosen.push(c);
+            let Some((c, before, _)) = best else { break };
+            for i in before.into_iter().chain([c]) {
+                pool.retain(|&x| x != i);
+                used += self.sentences[i].words;
+                chosen.push(i);
+            }
         }
         if used * 100 < max_words * FILL_PERCENT && !super::ablation::off("fill") {
             if let Some(better) = self.fill(max_words, &allowed, duplicate) {
@@ -390,7 +578,7 @@ impl Ranker {
             if pool.len() == POOL {
                 break;
             }
-            if self.sentences[i].words <= max_words && pool.iter().all(|&p| self.similarity(i, p) <= dup) {
+            if self.sentences[i].words <= max_words && !self.sentences[i].dangling && pool.iter().all(|&p| self.similarity(i, p) <= dup) {
                 pool.push(i);
             }
         }
@@ -464,8 +652,44 @@ pub fn list_marker_len(text: &str) -> usize {
     text.len() - after.trim_start().len()
 }
 
-/// Whether a sentence reads as one a summary may quote.
-fn readable(text: &str, words: usize) -> bool {
+/// The blocks whose sentences a summary may quote: prose and list items; in a document with
+/// none, the text no other kind claims (a paragraph of one endless word), so that such a
+/// summary is the best of it cut and marked, not nothing. Code, tables, formulas, captions,
+/// references and headings never.
+pub fn summarizable(doc: &Document) -> Vec<(usize, &super::document::Block)> {
+    let prose: Vec<_> = doc.prose().collect();
+    if !prose.is_empty() {
+        return prose;
+    }
+    doc.blocks.iter().enumerate().filter(|(_, b)| b.kind == BlockKind::Other && !b.text.trim().is_empty()).collect()
+}
+
+/// Whether `phrase` stands in `text` (both lowercase) as whole words.
+fn contains_words(text: &str, phrase: &str) -> bool {
+    text.match_indices(phrase).any(|(at, _)| {
+        let before = text[..at].chars().next_back().is_none_or(|c| !c.is_alphanumeric());
+        let after = text[at + phrase.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
+        before && after
+    })
+}
+
+/// Whether a sentence at byte `start` of block `b` may begin in lowercase: a manual's
+/// sentence often starts with a command's name ("neato draws ..."). Only where the page's
+/// layout says the block is a paragraph of its own (a PDF line that starts it, after a block
+/// that ended its sentence), never the tail of a sentence cut by a page or a column.
+fn lower_ok(doc: &Document, b: usize, start: usize) -> bool {
+    let block = &doc.blocks[b];
+    let has_layout = block.lines.first().is_some_and(|&l| doc.lines[l].layout.is_some());
+    let prev_ended = doc.blocks[..b]
+        .iter()
+        .rev()
+        .find(|p| !matches!(p.kind, BlockKind::Footnote | BlockKind::Other | BlockKind::Caption))
+        .is_none_or(|p| !p.kind.is_prose() || p.text.trim_end().ends_with(['.', '!', '?', ':', '。', '！', '？', '：']));
+    has_layout && (start > 0 || prev_ended)
+}
+
+/// Whether a sentence reads as one a summary may quote (`lower_ok`: it may begin in lowercase).
+fn readable(text: &str, words: usize, lower_ok: bool) -> bool {
     let cjk = text.chars().filter(|c| is_cjk_letter(*c)).count() * 2 > text.chars().filter(|c| !c.is_whitespace()).count();
     let (lo, hi) = if cjk { (10, 200) } else { (6, 80) };
     let first = text.chars().next().unwrap_or(' ');
@@ -481,7 +705,7 @@ fn readable(text: &str, words: usize) -> bool {
         && end.ends_with(['.', '!', '?', '。', '！', '？', '…'])
         && !lead_in
         && !tail
-        && (first.is_uppercase() || is_cjk(first) || first.is_ascii_digit() || "\"“‘(".contains(first))
+        && (first.is_uppercase() || is_cjk(first) || first.is_ascii_digit() || "\"“‘(".contains(first) || (lower_ok && first.is_lowercase()))
         && prose_share(text) >= 0.75
 }
 

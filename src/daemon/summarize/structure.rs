@@ -26,8 +26,8 @@ pub fn section_kind(title: &str) -> Option<SectionKind> {
         SectionKind::Introduction
     } else if starts(&["background", "related work", "previous work", "prior work", "literature review", "related literature", "背景", "相关工作"]) {
         SectionKind::Background
-    } else if starts(&[
-        "conclusion", "concluding", "summary", "discussion", "final remark", "closing remark", "outlook", "future work",
+    } else if is(&["summary"]) || starts(&["summary and", "summary of the paper", "summary of results", "summary of findings"]) || starts(&[
+        "conclusion", "concluding", "discussion", "final remark", "closing remark", "outlook", "future work",
         "结论", "总结", "讨论", "小结", "结语", "展望",
     ]) {
         SectionKind::Conclusion
@@ -144,23 +144,33 @@ pub fn prose_share(text: &str) -> f32 {
     toks.iter().filter(|w| is_plain_word(w)).count() as f32 / toks.len() as f32
 }
 
-/// Code and console lines by their text: prompts, console output indices, assignment and
-/// scope operators, statement ends, markup; a call ("f(x)") only in a line that is not
-/// mostly words (`plain` is its share of plain words).
+/// Code and console lines by their text, for many languages: prompts (R, Python, shell,
+/// Julia, MATLAB/Octave, SQL clients, IPython), console output indices, assignment and scope
+/// operators, statement ends, TeX macros that start a line, SQL statements, markup; a call
+/// ("f(x)") only in a line that is not mostly words (`plain` is its share of plain words).
+/// Signs that prose also shows ("> " before a quotation, "+ " before a bullet, "# " before a
+/// Markdown heading, "$ " before an amount) count only in a line that is not mostly words.
 fn looks_like_code(t: &str, plain: f32) -> bool {
     let s = t.trim_start();
-    let prompt = ["R> ", "> ", ">>> ", "... ", "$ ", "# ", "In [", "Out[", "+ ", "% ", "julia> ", "sage: ", "irb"]
+    let prompt = ["R> ", ">>> ", "... ", "In [", "Out[", "julia> ", "sage: ", "irb(", "octave:", ">> ", "sqlite> ", "mysql> ", "postgres=#", "PS> ", "C:\\>"]
         .iter()
         .any(|p| s.starts_with(p));
+    let weak_prompt = ["> ", "$ ", "# ", "+ ", "% "].iter().any(|p| s.starts_with(p)) && plain < 0.6;
     let console_index = s.starts_with('[') && s[1..].split(']').next().is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == ','));
     let assign = [" <- ", " <<- ", " := ", " == ", " != ", "::", " += ", "<-", "->"].iter().any(|p| s.contains(p));
     let call = {
         let b = s.as_bytes();
         s.contains("()") || b.windows(2).any(|w| (w[0].is_ascii_alphanumeric() || w[0] == b'_') && w[1] == b'(')
     };
-    let ends = s.ends_with(';') || s.ends_with('{') || s.ends_with('}') || s.starts_with('}') || s.starts_with("#include") || s.starts_with("def ") || s.starts_with("import ") || s.starts_with("library(");
+    let ends = s.ends_with(';') || s.ends_with('{') || s.ends_with('}') || s.starts_with('}') || s.starts_with("#include");
+    let keyword = ["def ", "import ", "library(", "fn ", "#!", "@echo "]
+        .iter()
+        .any(|k| s.starts_with(k));
+    let upper = s.to_ascii_uppercase();
+    let sql = ["SELECT ", "INSERT INTO ", "CREATE TABLE ", "UPDATE ", "DELETE FROM "].iter().any(|k| s.starts_with(k)) && (upper.contains(" FROM ") || upper.contains(" SET ") || upper.contains('(') || s.ends_with(';'));
+    let tex = s.starts_with('\\') && s[1..].starts_with(|c: char| c.is_ascii_alphabetic()) && (s.contains('{') || s.contains('[') || s.split_whitespace().count() <= 2);
     let xml = s.starts_with('<') && s.contains('>') && (s.contains("</") || s.ends_with("/>") || s.ends_with('>'));
-    prompt || console_index || ((assign || ends || xml) && plain < 0.8) || (call && plain < 0.6)
+    prompt || console_index || sql || ((weak_prompt || assign || ends || xml || keyword || tex) && plain < 0.8) || (call && plain < 0.6)
 }
 
 fn features(doc: &Document, line: &Line, body: f32) -> Features {

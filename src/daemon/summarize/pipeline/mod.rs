@@ -303,7 +303,7 @@ impl Pipeline {
                     Ok(ModelOutcome::Unusable(reason)) => {
                         tracing::info!("model answer not used: {reason}");
                         stats.fallback = reason;
-                        (self.extractive(&doc, opts, obs, cancel).await?, Method::Extractive)
+                        (self.extractive(&doc, opts, &mut stats.warnings, obs, cancel).await?, Method::Extractive)
                     }
                     Err(ModelFailure::Stop(e)) => return Err(e),
                     Err(ModelFailure::Failed(reason) | ModelFailure::TooLarge(reason)) => {
@@ -311,11 +311,11 @@ impl Pipeline {
                         stats.fallback = reason;
                         // A transient failure: the next request may well get the model's answer.
                         cacheable = false;
-                        (self.extractive(&doc, opts, obs, cancel).await?, Method::Extractive)
+                        (self.extractive(&doc, opts, &mut stats.warnings, obs, cancel).await?, Method::Extractive)
                     }
                 }
             }
-            None => (self.extractive(&doc, opts, obs, cancel).await?, Method::Extractive),
+            None => (self.extractive(&doc, opts, &mut stats.warnings, obs, cancel).await?, Method::Extractive),
         };
         stats.elapsed_ms = started.elapsed().as_millis() as u64;
         let summary = Summary { text, method, stats, sentences };
@@ -335,24 +335,35 @@ impl Pipeline {
         &self,
         doc: &Arc<Document>,
         opts: &SummaryOptions,
+        warnings: &mut Vec<String>,
         obs: &mut dyn Observer,
         cancel: &Cancel,
     ) -> Result<(String, Vec<Anchor>), SummaryError> {
         obs.progress(Stage::Rank, 0, 1);
         let (d, o) = (doc.clone(), opts.clone());
-        let (text, anchors) = self
+        let (text, anchors, warning) = self
             .blocking(cancel, move |cancel| {
                 let ranker = Ranker::new(&d, cancel)?;
                 let budget = o.word_budget();
-                let chosen = ranker.select(budget, |_| true);
-                Ok((ranker.render(&chosen, o.style, budget), ranker.anchors(&d, &chosen, budget)))
+                let choice = ranker.choose(budget);
+                if choice.chosen.is_empty() {
+                    return Err(SummaryError::NoText(NO_PROSE.into()));
+                }
+                let warning = choice.cut.then(|| {
+                    format!("no whole sentence fits the budget of {budget} words: the best sentence is cut at a word boundary (marked with \"…\")")
+                });
+                Ok((ranker.render(&choice.chosen, o.style, budget), ranker.anchors(&d, &choice.chosen, budget), warning))
             })
             .await?;
+        warnings.extend(warning);
         obs.partial(0, &text);
         obs.progress(Stage::Rank, 1, 1);
         Ok((text, anchors))
     }
 }
+
+/// The `NoText` error of a document whose text has no prose (docs/DBUS.md, "Errors").
+pub(crate) const NO_PROSE: &str = "the document has no prose to summarize: its text is code, tables, formulas or lists without sentences";
 
 enum ModelOutcome {
     /// The summary, and the anchors of the document's sentences it quotes.

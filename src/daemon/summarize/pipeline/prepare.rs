@@ -6,6 +6,7 @@ use super::super::document::{text_pages, Document};
 use super::super::extract::{extract_pages, ExtractedPages};
 use super::super::prompt::detect_language;
 use super::super::rank::Ranker;
+use super::super::scorer::NAMES;
 use super::super::text::split_sentences;
 use super::super::{Cancel, Language, SummaryError, SummaryOptions};
 use super::{Input, PdfLimits};
@@ -58,6 +59,9 @@ pub(super) fn prepare(input: Pages, opts: &SummaryOptions, cancel: &Cancel) -> R
     if !doc.blocks.iter().any(|b| !b.text.trim().is_empty()) {
         return Err(SummaryError::NoText("there is no text to summarize (empty after cleaning)".into()));
     }
+    if super::super::rank::summarizable(&doc).is_empty() {
+        return Err(SummaryError::NoText(super::NO_PROSE.into()));
+    }
     let language = detect_language(doc.blocks.iter().map(|b| b.text.as_str()));
     let sentences = doc.blocks.iter().map(|b| split_sentences(&b.text).len()).sum::<usize>() as u32;
     Ok(Prepared { doc, page_count, pages: page_total, input_chars, warnings, language, sentences })
@@ -75,7 +79,7 @@ pub fn explain(input: Input, opts: &SummaryOptions, limits: &PdfLimits) -> Resul
     let prep = prepare(pages, opts, &cancel)?;
     let doc = &prep.doc;
     let ranker = Ranker::new(doc, &cancel)?;
-    let chosen = ranker.select(opts.word_budget(), |_| true);
+    let chosen = ranker.choose(opts.word_budget()).chosen;
     let blocks: Vec<serde_json::Value> = doc
         .blocks
         .iter()
@@ -100,11 +104,15 @@ pub fn explain(input: Input, opts: &SummaryOptions, limits: &PdfLimits) -> Resul
                 "block": s.block,
                 "words": s.words,
                 "candidate": s.candidate,
-                "features": ranker.features[i],
+                "dangling": s.dangling,
+                "section": doc.blocks[s.block].section,
+                "features": NAMES.iter().zip(ranker.features[i]).map(|(n, x)| ((*n).to_string(), serde_json::json!(x))).collect::<serde_json::Map<_, _>>(),
+                "x": ranker.features[i].to_vec(),
+                "terms": super::super::text::terms(&s.text),
                 "score": ranker.scores[i],
                 "chosen": chosen.binary_search(&i).is_ok(),
             })
         })
         .collect();
-    Ok(serde_json::json!({"title": doc.title, "blocks": blocks, "sentences": sentences}))
+    Ok(serde_json::json!({"title": doc.title, "features": NAMES.to_vec(), "blocks": blocks, "sentences": sentences}))
 }
