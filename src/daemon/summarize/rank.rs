@@ -242,8 +242,8 @@ fn definition(lower: &str) -> bool {
     }) || lower.contains("是一个") || lower.contains("是一种") || lower.contains("提供了")
 }
 
-/// The share of the budget-less [`Ranker`]'s redundancy penalty per unit of similarity to
-/// the chosen sentences, and the similarity above which a candidate is a near-duplicate.
+/// Maximal marginal relevance: the share of a candidate's score lost per unit of similarity
+/// to the chosen sentences, and the similarity above which it is a near-duplicate, skipped.
 const REDUNDANCY: f64 = 0.25;
 const DUPLICATE: f64 = 0.3;
 
@@ -464,9 +464,9 @@ impl Ranker {
     /// which [`Ranker::render`] then cuts at a word boundary (`cut` says so).
     pub fn choose(&self, max_words: usize) -> Choice {
         let chosen = self.select(max_words, |_| true);
+        let cut = |chosen: &[usize]| chosen.iter().any(|&i| cut_to_words(&self.sentences[i].text, max_words) != self.sentences[i].text);
         if !chosen.is_empty() || self.sentences.is_empty() {
-            let cut = chosen.iter().any(|&i| self.sentences[i].words > max_words);
-            return Choice { chosen, cut };
+            return Choice { cut: cut(&chosen), chosen };
         }
         let best = (0..self.sentences.len())
             .filter(|&i| self.sentences[i].words > 0)
@@ -475,7 +475,8 @@ impl Ranker {
                 let (ka, kb) = (key(a), key(b));
                 ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1)).then(ka.2.total_cmp(&kb.2)).then(b.cmp(&a))
             });
-        Choice { chosen: best.into_iter().collect(), cut: best.is_some() }
+        let chosen: Vec<usize> = best.into_iter().collect();
+        Choice { cut: cut(&chosen), chosen }
     }
 
     /// Cosine similarity of sentences `a` and `b`.
@@ -728,9 +729,23 @@ fn term_counts(text: &str, ids: &mut HashMap<String, u32>) -> Vec<(u32, u32)> {
     tf
 }
 
-/// `text` cut to at most `max_words` words at a word boundary (between CJK letters), with
-/// "…". Linear in `text`.
+/// The most characters a summary spends per word of its budget: a "word" of thousands of
+/// letters (a text without spaces) is cut too.
+const CHARS_PER_WORD: usize = 40;
+
+/// `text` cut to at most `max_words` words at a word boundary (between CJK letters), and to
+/// at most [`CHARS_PER_WORD`] characters a word, with "…". Linear in `text`.
 pub fn cut_to_words(text: &str, max_words: usize) -> String {
+    let cut = cut_words(text, max_words);
+    let max_chars = max_words.max(1).saturating_mul(CHARS_PER_WORD);
+    let body = cut.strip_suffix('…').unwrap_or(&cut);
+    match body.char_indices().nth(max_chars) {
+        Some((at, _)) => format!("{}…", body[..at].trim_end()),
+        None => cut,
+    }
+}
+
+fn cut_words(text: &str, max_words: usize) -> String {
     let mut used = 0usize;
     let mut end = 0usize;
     let mut cut = false;
