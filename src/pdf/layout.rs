@@ -389,7 +389,7 @@ fn line_pitch(segs: &[Segment], wide: f32) -> Option<f32> {
         }
     }
     let (bin, n) = hist.iter().enumerate().max_by_key(|&(k, &n)| (n, std::cmp::Reverse(k)))?;
-    (pairs >= 3 && *n * 3 >= pairs).then_some(bin as f32 / 10.0)
+    (pairs >= 6 && *n * 2 >= pairs).then_some(bin as f32 / 10.0)
 }
 
 /// Stack segments into blocks. Lines join a block up to 1.6 font sizes apart, or, on a page
