@@ -389,6 +389,7 @@ fn stats_only(method: Method, s: &SummaryStats) -> HashMap<String, OwnedValue> {
     put("model", BusString::message(&s.model).into());
     put("template", BusString::message(&s.template).into());
     put("fallback", BusString::message(&s.fallback).into());
+    put("language", BusString::message(&s.language).into());
     put("condensed_to_sentences", Value::from(s.condensed_to_sentences));
     put("extract_ms", Value::from(s.extract_ms));
     put("elapsed_ms", Value::from(s.elapsed_ms));
@@ -411,7 +412,7 @@ mod tests {
             ..Default::default()
         };
         let d = stats_only(Method::Model, &stats);
-        assert_eq!(d.len(), 19);
+        assert_eq!(d.len(), 20);
         let model = String::try_from(d["model"].try_clone().unwrap()).unwrap();
         assert_eq!(model, "m\u{FFFD}");
         let fallback = String::try_from(d["fallback"].try_clone().unwrap()).unwrap();

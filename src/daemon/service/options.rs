@@ -4,7 +4,7 @@
 //! |------------|---------|------------------------------------------|----------|
 //! | `pages`    | s or u  | "3", "2-5", "3-" (1-based, inclusive)    | all      |
 //! | `length`   | s       | short, medium, long                      | medium   |
-//! | `language` | s       | auto, en, zh                             | auto     |
+//! | `language` | s       | auto, en, zh, ja, ko                     | auto     |
 //! | `style`    | s       | paragraph, bullets                       | paragraph|
 //! | `password` | s       | the PDF's user or owner password         | none     |
 //! | `method`   | s       | auto, model, extractive                  | auto     |
@@ -74,7 +74,7 @@ pub fn parse(options: &HashMap<String, OwnedValue>) -> Result<RequestOptions, Se
             "language" => {
                 let s = string(key, value)?;
                 out.summary.language = Language::parse(s)
-                    .ok_or_else(|| ServiceError::invalid_args(format!("language '{}': expected auto, en or zh", echo(s))))?;
+                    .ok_or_else(|| ServiceError::invalid_args(format!("language '{}': expected auto, en, zh, ja or ko", echo(s))))?;
             }
             "style" => {
                 let s = string(key, value)?;

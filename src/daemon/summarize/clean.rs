@@ -7,7 +7,7 @@
 //! or plain text split into pages at form feeds (lines are its own lines).
 
 use super::document::{CleanStats, Line, Page};
-use super::text::{is_cjk_letter, joins_hyphenated};
+use super::text::{is_cjk_letter, joins_hyphenated, unified_ideograph};
 use super::{Cancel, SummaryError};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -148,6 +148,8 @@ fn normalize_line(page_text: &str, start: usize, end: usize, marks: &[(u32, u32)
             c if c.is_control() => Some(""),
             _ => None,
         };
+        let mut unified = [0u8; 4];
+        let replacement = replacement.or_else(|| unified_ideograph(c).map(|u| &*u.encode_utf8(&mut unified)));
         if replacement == Some("") {
             continue;
         }

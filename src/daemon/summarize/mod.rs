@@ -126,7 +126,10 @@ impl Style {
     }
 }
 
-/// The document's language, for the prompt: `Auto` detects Chinese by its share of CJK letters.
+/// The document's language, for the prompt: `Auto` detects it from the letters of the text
+/// (Han, kana, hangul, Latin). SeqGPT and BLOOMZ follow instructions in English and Chinese: a
+/// Japanese or Korean document gets the template's default (English) prompt, never the
+/// Chinese one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
@@ -135,6 +138,8 @@ pub enum Language {
     Auto,
     En,
     Zh,
+    Ja,
+    Ko,
 }
 
 impl Language {
@@ -143,6 +148,8 @@ impl Language {
             Language::Auto => "auto",
             Language::En => "en",
             Language::Zh => "zh",
+            Language::Ja => "ja",
+            Language::Ko => "ko",
         }
     }
 
@@ -151,6 +158,8 @@ impl Language {
             "auto" => Some(Language::Auto),
             "en" => Some(Language::En),
             "zh" => Some(Language::Zh),
+            "ja" => Some(Language::Ja),
+            "ko" => Some(Language::Ko),
             _ => None,
         }
     }
@@ -252,6 +261,10 @@ pub struct SummaryStats {
     /// Why the model's answer was not used, when the method is extractive although a model
     /// is loaded.
     pub fallback: String,
+    /// The document's language as the summary took it: the `language` option, or what `auto`
+    /// detected ("en", "zh", "ja", "ko"); empty in entries cached before it was recorded.
+    #[serde(default)]
+    pub language: String,
     /// Sentences kept by the extractive pre-selection of a document too long for
     /// `max_model_chunks` (0: not condensed).
     pub condensed_to_sentences: u32,

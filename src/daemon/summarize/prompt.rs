@@ -19,7 +19,7 @@
 //! models this project does not know) gets `seqgpt`, the model this daemon is built for.
 //! `[summarize.templates.NAME]` tables override the built-in templates or add new ones.
 
-use super::text::{is_cjk, letter_counts, split_sentences};
+use super::text::{is_cjk, is_cjk_letter, split_sentences};
 use super::{Language, Length};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -203,18 +203,52 @@ pub fn auto_template(general_name: &str) -> (&'static str, String) {
     }
 }
 
-/// The language of a document for prompt purposes: Chinese when CJK letters dominate.
+/// The language of a document from its letters: Korean when hangul makes up a third of them,
+/// Japanese when Han and kana do and kana is at least a twentieth of those (Japanese prose
+/// writes its endings and particles in kana; Chinese has none), Chinese when Han letters make
+/// up a third, else English (the template's default prompt).
 pub fn detect_language<'a>(texts: impl IntoIterator<Item = &'a str>) -> Language {
-    let (mut cjk, mut letters) = (0usize, 0usize);
+    let (mut han, mut kana, mut hangul, mut letters) = (0usize, 0usize, 0usize, 0usize);
     for t in texts {
-        let (c, l) = letter_counts(t);
-        cjk += c;
-        letters += l;
+        for c in t.chars() {
+            match script(c) {
+                Some(Script::Han) => han += 1,
+                Some(Script::Kana) => kana += 1,
+                Some(Script::Hangul) => hangul += 1,
+                None if c.is_alphabetic() => {}
+                None => continue,
+            }
+            letters += 1;
+        }
     }
-    if letters > 0 && cjk as f64 / letters as f64 > 0.3 {
+    let share = |n: usize| letters > 0 && n * 3 > letters;
+    if share(hangul) {
+        Language::Ko
+    } else if share(han + kana) && kana * 20 >= han + kana {
+        Language::Ja
+    } else if share(han + kana) {
         Language::Zh
     } else {
         Language::En
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Script {
+    Han,
+    Kana,
+    Hangul,
+}
+
+/// The CJK script of a letter (the katakana middle dot and the prolonged sound mark, which
+/// Chinese text borrows, are no kana).
+fn script(c: char) -> Option<Script> {
+    match c as u32 {
+        0x30FB | 0x30FC => None,
+        0x3040..=0x30FF | 0x31F0..=0x31FF | 0xFF66..=0xFF9D => Some(Script::Kana),
+        0xAC00..=0xD7AF | 0x1100..=0x11FF | 0x3130..=0x318F => Some(Script::Hangul),
+        _ if is_cjk_letter(c) => Some(Script::Han),
+        _ => None,
     }
 }
 
@@ -342,6 +376,18 @@ fn longest_common_run(a: &[char], b: &[char]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn japanese_and_korean_are_not_chinese() {
+        assert_eq!(detect_language(["機械学習は、データから規則を学ぶ方法です。本書ではその基本を説明します。"]), Language::Ja);
+        assert_eq!(detect_language(["기계 학습은 데이터에서 규칙을 배우는 방법입니다. 이 문서는 그 기초를 설명합니다."]), Language::Ko);
+        assert_eq!(detect_language(["机器学习是从数据中学习规则的方法。本文介绍它的基础・概念。"]), Language::Zh);
+        assert_eq!(detect_language(["Machine learning learns rules from data (机器学习)."]), Language::En);
+        // The Chinese prompt is for Chinese only: Japanese and Korean get the default one.
+        let t = Template::seqgpt();
+        assert!(t.chunk_prompt("テキスト。", Language::Ja, Length::Short).contains("key sentence"));
+        assert!(t.chunk_prompt("텍스트.", Language::Ko, Length::Short).contains("key sentence"));
+    }
 
     #[test]
     fn seqgpt_prompt_is_the_trained_format() {

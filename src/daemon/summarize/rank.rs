@@ -106,6 +106,9 @@ pub struct Choice {
     pub chosen: Vec<usize>,
     /// No whole sentence fit the budget: the one chosen is cut at a word boundary ("…").
     pub cut: bool,
+    /// The document has no whole sentence (a slide of phrases, a list without sentence
+    /// ends): the summary quotes pieces of text as they stand.
+    pub phrases: bool,
 }
 
 /// Phrases with which documents say what they are about (matched as whole words).
@@ -122,6 +125,15 @@ const CUES: &[&str] = &[
 
 /// CJK phrases with which documents say what they are about.
 const CJK_CUES: &[&str] = &["本文", "我们提出", "本研究", "本论文", "本项目", "本章", "旨在", "主要内容"];
+
+/// Whether `text` uses a [`CJK_CUES`] phrase as a word: at the start of a clause (after the
+/// text's start, punctuation or a space) or after a preposition ("在本文中"), not inside
+/// another word ("文本文件" holds 本文).
+fn cjk_cue(text: &str) -> bool {
+    CJK_CUES.iter().any(|cue| {
+        text.match_indices(cue).any(|(i, _)| text[..i].chars().next_back().is_none_or(|p| !is_cjk_letter(p) || matches!(p, '在' | '于' | '的' | '是' | '从')))
+    })
+}
 
 /// Words with which documents describe what they are and offer (the vocabulary of
 /// abstracts), matched as whole words with their inflections: each one a sentence uses
@@ -175,11 +187,16 @@ const SELF_NOUNS: &[&str] = &[
 /// CJK openings that point back.
 const CJK_DANGLING: &[&str] = &["这", "那", "它", "其", "该", "此", "但", "然而", "此外", "因此", "所以", "另外", "而且", "并且", "同时", "因而", "于是", "不过", "否则"];
 
+/// CJK phrases that, anywhere in a sentence, compare it with what was said before ("Debian
+/// 系统也不例外。").
+const CJK_BACK_PHRASES: &[&str] = &["也不例外", "也是如此", "同样如此", "亦然", "也一样", "上述", "前述", "如上所述"];
+
 /// Whether a sentence opens by pointing at something said before it ([`DANGLING`]).
 pub fn dangling_start(text: &str) -> bool {
     let t = text.trim_start_matches(|c: char| !c.is_alphanumeric() && !is_cjk_letter(c));
     if t.starts_with(|c: char| is_cjk_letter(c)) {
-        return CJK_DANGLING.iter().any(|p| t.starts_with(p)) && !t.starts_with("其他") && !t.starts_with("其中");
+        return (CJK_DANGLING.iter().any(|p| t.starts_with(p)) && !t.starts_with("其他") && !t.starts_with("其中"))
+            || CJK_BACK_PHRASES.iter().any(|p| t.contains(p));
     }
     let lower = t.to_lowercase();
     let mut words = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty());
@@ -225,10 +242,19 @@ fn aside_sentence(lower: &str) -> bool {
     let first = lower.split_whitespace().next().unwrap_or("");
     let changelog = matches!(first, "fixed" | "added" | "removed" | "changed" | "new:" | "fix:" | "bugfix" | "bugfix:" | "deprecated")
         || lower.contains("bug fix");
-    let licence = ["gnu general public license", "lppl", "latex project public license", "without any warranty", "permission is granted", "all rights reserved", "public licen"]
+    let licence = [
+        "gnu general public license", "lppl", "latex project public license", "without any warranty", "permission is granted",
+        "all rights reserved", "public licen", "license notice", "this license", "invariant section", "cover texts", "under the terms of",
+    ]
         .iter()
         .any(|p| lower.contains(p));
-    changelog || licence
+    changelog || licence || cjk_change_line(lower)
+}
+
+/// A CJK change-log entry: a short line that opens with what was done ("添加 dh_pysupport
+/// 命令的支持。", "修复了……"), no subject before it.
+fn cjk_change_line(text: &str) -> bool {
+    text.chars().count() <= 40 && ["添加", "新增", "增加了", "修复", "修正", "移除", "删除了", "弃用", "改进了"].iter().any(|v| text.starts_with(v))
 }
 
 /// Whether a sentence defines something ("NEATO is a utility ...", "The package provides ..."):
@@ -391,7 +417,7 @@ impl Ranker {
             *in_sec += 1;
             let lower = s.text.to_lowercase();
             let hits = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| abstract_word(w)).count().min(3) as f64;
-            let cue = CUES.iter().any(|c| contains_words(&lower, c)) || CJK_CUES.iter().any(|c| lower.contains(c) && !lower.contains("文本文件"));
+            let cue = CUES.iter().any(|c| contains_words(&lower, c)) || cjk_cue(&s.text);
             let kind = |k: SectionKind| f64::from(u8::from(section.kind == k));
             let is_aside = aside[block.section] || aside_sentence(&lower);
             let first = s.text.chars().next().unwrap_or(' ');
@@ -465,8 +491,9 @@ impl Ranker {
     pub fn choose(&self, max_words: usize) -> Choice {
         let chosen = self.select(max_words, |_| true);
         let cut = |chosen: &[usize]| chosen.iter().any(|&i| cut_to_words(&self.sentences[i].text, max_words) != self.sentences[i].text);
+        let phrases = |chosen: &[usize]| chosen.iter().any(|&i| !self.sentences[i].candidate);
         if !chosen.is_empty() || self.sentences.is_empty() {
-            return Choice { cut: cut(&chosen), chosen };
+            return Choice { cut: cut(&chosen), phrases: phrases(&chosen), chosen };
         }
         let best = (0..self.sentences.len())
             .filter(|&i| self.sentences[i].words > 0)
@@ -476,7 +503,7 @@ impl Ranker {
                 ka.0.cmp(&kb.0).then(ka.1.total_cmp(&kb.1)).then(ka.2.total_cmp(&kb.2)).then(b.cmp(&a))
             });
         let chosen: Vec<usize> = best.into_iter().collect();
-        Choice { cut: cut(&chosen), chosen }
+        Choice { cut: cut(&chosen), phrases: phrases(&chosen), chosen }
     }
 
     /// Cosine similarity of sentences `a` and `b`.
@@ -700,7 +727,7 @@ fn readable(text: &str, words: usize, lower_ok: bool) -> bool {
     // Not a lead-in to what follows ("... is shown below.", "as follows."), and not the tail
     // of a sentence that began before the text given ("(SVM), so ...").
     let last_word = end.trim_end_matches(['.', '!', '?', '。', '！', '？', '…']).rsplit(char::is_whitespace).next().unwrap_or("").to_lowercase();
-    let lead_in = matches!(last_word.as_str(), "below" | "follows" | "following" | "here");
+    let lead_in = matches!(last_word.as_str(), "below" | "follows" | "following" | "here") || cjk_lead_in(text);
     let tail = first == '(' && !text.trim_end().trim_end_matches(['.', '!', '?']).ends_with(')');
     (lo..=hi).contains(&words)
         && end.ends_with(['.', '!', '?', '。', '！', '？', '…'])
@@ -708,6 +735,30 @@ fn readable(text: &str, words: usize, lower_ok: bool) -> bool {
         && !tail
         && (first.is_uppercase() || is_cjk(first) || first.is_ascii_digit() || "\"“‘(".contains(first) || (lower_ok && first.is_lowercase()))
         && prose_share(text) >= 0.75
+        && (!cjk || balanced(text))
+}
+
+/// Whether the brackets and curly quotes of `text` pair up: a sentence that opens one closes
+/// it (a closer without its opener is the tail of a sentence cut before the text). Asked of
+/// CJK sentences only: Latin text writes enumerations "a)" and "1)" without an opener.
+fn balanced(text: &str) -> bool {
+    const PAIRS: &[(char, char)] = &[('(', ')'), ('[', ']'), ('（', '）'), ('「', '」'), ('『', '』'), ('“', '”'), ('《', '》'), ('【', '】'), ('〔', '〕'), ('［', '］')];
+    let mut stack: Vec<char> = Vec::new();
+    for c in text.chars() {
+        if let Some(&(_, close)) = PAIRS.iter().find(|(o, _)| *o == c) {
+            stack.push(close);
+        } else if PAIRS.iter().any(|(_, cl)| *cl == c) && stack.pop() != Some(c) {
+            return false;
+        }
+    }
+    stack.is_empty()
+}
+
+/// A CJK sentence that introduces what follows it: a command, a list, a listing ("通过下列命令
+/// 安装……", "……如下。").
+fn cjk_lead_in(text: &str) -> bool {
+    let t = text.trim_end().trim_end_matches(['。', '：', ':', '.']);
+    ["下列", "如下", "以下", "下面的"].iter().any(|w| t.ends_with(w) || ["命令", "指令", "代码", "步骤", "例子", "示例", "内容"].iter().any(|n| t.contains(&format!("{w}{n}"))))
 }
 
 fn term_counts(text: &str, ids: &mut HashMap<String, u32>) -> Vec<(u32, u32)> {
@@ -801,4 +852,30 @@ pub fn render_sentences<'a>(sentences: impl Iterator<Item = &'a str>, style: Sty
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cjk_asides_and_lead_ins() {
+        assert!(cjk_change_line("添加 dh_pysupport 命令的支持。"));
+        assert!(!cjk_change_line("本文添加了一种新的方法。"));
+        assert!(cjk_lead_in("通过下列命令安装旧版本的 foo 软件包。"));
+        assert!(cjk_lead_in("配置文件的内容如下。"));
+        assert!(!cjk_lead_in("本文介绍推荐系统。"));
+        assert!(balanced("他说（见第 3 节）。"));
+        assert!(!balanced("以使用 \\noalign 命令。）"));
+        assert!(!balanced("系统使用”noatime” 挂载。"));
+    }
+
+    #[test]
+    fn chinese_cues_are_words() {
+        assert!(cjk_cue("本文介绍推荐系统。"));
+        assert!(cjk_cue("在本文中，我们讨论它。"));
+        assert!(cjk_cue("为此，我们提出一种方法。"));
+        assert!(!cjk_cue("把文本文件复制到目录。"));
+        assert!(!cjk_cue("这是宗旨在于服务。"));
+    }
 }

@@ -18,6 +18,14 @@ use super::{Cancel, SummaryError};
 pub fn section_kind(title: &str) -> Option<SectionKind> {
     let t = strip_numbering(title).to_lowercase();
     let t = t.trim_matches(|c: char| !c.is_alphanumeric() && !is_cjk_letter(c));
+    // CJK titles are often set letter-spaced ("摘 要", "参 考 文 献").
+    let squeezed: String;
+    let t = if t.chars().any(is_cjk_letter) {
+        squeezed = t.chars().filter(|c| !c.is_whitespace()).collect();
+        squeezed.as_str()
+    } else {
+        t
+    };
     let starts = |words: &[&str]| words.iter().any(|w| t.starts_with(w));
     let is = |words: &[&str]| words.iter().any(|w| t == *w);
     Some(if starts(&["abstract", "summary of the paper"]) || is(&["摘要", "提要"]) {
@@ -44,12 +52,23 @@ pub fn section_kind(title: &str) -> Option<SectionKind> {
     })
 }
 
-/// A heading's numbering ("2.1.", "3", "A.2", "IV.", "第3章", "（二）") and its depth.
-fn numbering(title: &str) -> Option<(String, u8)> {
+/// A heading's numbering ("2.1.", "3", "A.2", "IV.", "第3章", "第二节", "一、", "（二）"), its
+/// depth, and the byte length of the numbering with the space after it in the trimmed title.
+fn numbering(title: &str) -> Option<(String, u8, usize)> {
     let t = title.trim_start();
+    if let Some((token, depth, len)) = cjk_numbering(t) {
+        let rest = &t[len..];
+        let len = len + (rest.len() - rest.trim_start().len());
+        return (len < t.len()).then(|| (token, depth, len));
+    }
     let first = t.split_whitespace().next()?;
     let token = first.trim_end_matches(['.', ':', ')']);
-    if token.is_empty() || t.len() == first.len() {
+    // Arabic numbering may run into a CJK title without a space ("1.2研究方法").
+    let (token, glued) = match token.find(|c: char| is_cjk_letter(c)) {
+        Some(k) if k > 0 && token[..k].chars().all(|c| c.is_ascii_digit() || c == '.') => (token[..k].trim_end_matches('.'), true),
+        _ => (token, false),
+    };
+    if token.is_empty() || (!glued && t.len() == first.len()) {
         return None;
     }
     let parts: Vec<&str> = token.split('.').collect();
@@ -57,16 +76,69 @@ fn numbering(title: &str) -> Option<(String, u8)> {
         !p.is_empty()
             && p.len() <= 3
             && (p.chars().all(|c| c.is_ascii_digit())
-                || (i == 0 && p.len() == 1 && p.chars().all(|c| c.is_ascii_uppercase()))
-                || (i == 0 && roman(p)))
+                || (!glued && i == 0 && p.len() == 1 && p.chars().all(|c| c.is_ascii_uppercase()))
+                || (!glued && i == 0 && roman(p)))
     });
-    if ok && parts.len() <= 4 {
-        return Some((token.to_string(), parts.len() as u8));
+    if !ok || parts.len() > 4 {
+        return None;
     }
-    if (first.starts_with('第') && first.contains(['章', '节', '部'])) || first.starts_with(['一', '二', '三', '四', '五', '六', '七', '八', '九', '十']) && first.ends_with(['、', '.']) {
-        return Some((first.to_string(), 1));
+    let len = if glued { t.find(|c: char| is_cjk_letter(c)).unwrap_or(t.len()) } else { first.len() };
+    let rest = &t[len..];
+    Some((token.to_string(), parts.len() as u8, len + (rest.len() - rest.trim_start().len())))
+}
+
+/// Chinese numerals as headings number with them.
+fn cjk_numeral(c: char) -> bool {
+    matches!(c, '一' | '二' | '三' | '四' | '五' | '六' | '七' | '八' | '九' | '十' | '〇' | '零' | '百')
+}
+
+/// The CJK numbering at the start of `t` ("第3章", "第二节", "第一部分", "一、", "（二）",
+/// "(三)"): its text, depth and byte length. A chapter or part is depth 1, a section 2; "一、"
+/// depth 1 and "（一）" depth 2, as Chinese documents nest them.
+fn cjk_numbering(t: &str) -> Option<(String, u8, usize)> {
+    let number = |s: &str| -> usize {
+        s.char_indices().find(|&(_, c)| !(cjk_numeral(c) || c.is_ascii_digit() || ('０'..='９').contains(&c))).map_or(s.len(), |(i, _)| i)
+    };
+    if let Some(rest) = t.strip_prefix('第') {
+        let n = number(rest);
+        let after = &rest[n..];
+        let unit = ["章", "节", "部分", "篇", "部", "卷", "讲", "课"].iter().find(|u| after.starts_with(*u))?;
+        if n == 0 {
+            return None;
+        }
+        let len = '第'.len_utf8() + n + unit.len();
+        let depth = if *unit == "节" { 2 } else { 1 };
+        return Some((t[..len].to_string(), depth, len));
+    }
+    for (open, close) in [('（', '）'), ('(', ')')] {
+        if let Some(rest) = t.strip_prefix(open) {
+            let n = number(rest);
+            if n > 0 && rest[..n].chars().all(cjk_numeral) && rest[n..].starts_with(close) {
+                let len = open.len_utf8() + n + close.len_utf8();
+                return Some((t[..len].to_string(), 2, len));
+            }
+            return None;
+        }
+    }
+    let n = number(t);
+    if n > 0 && t[..n].chars().all(cjk_numeral) && t[n..].starts_with(['、', '．']) {
+        let len = n + t[n..].chars().next().map_or(0, char::len_utf8);
+        return Some((t[..len].to_string(), 1, len));
     }
     None
+}
+
+/// The label a paragraph opens with when it is its section's heading run in ("摘要：本文 ...",
+/// "摘 要: ...", "Abstract. We ..."; "关键词：" marks keywords), and the section kind it names.
+fn run_in_label(text: &str) -> Option<(SectionKind, bool)> {
+    let head: String = text.chars().take(16).collect();
+    let colon = head.find(['：', ':', '.', '—'])?;
+    let label: String = head[..colon].chars().filter(|c| !c.is_whitespace()).collect::<String>().to_lowercase();
+    match label.as_str() {
+        "摘要" | "提要" | "内容提要" | "内容摘要" | "abstract" => Some((SectionKind::Abstract, false)),
+        "关键词" | "关键字" | "keywords" | "keyword" | "key words" | "keywords and phrases" => Some((SectionKind::Abstract, true)),
+        _ => None,
+    }
 }
 
 fn roman(p: &str) -> bool {
@@ -76,10 +148,7 @@ fn roman(p: &str) -> bool {
 /// `title` without its numbering.
 pub fn strip_numbering(title: &str) -> &str {
     match numbering(title) {
-        Some(_) => {
-            let t = title.trim_start();
-            t[t.find(char::is_whitespace).unwrap_or(t.len())..].trim_start()
-        }
+        Some((_, _, len)) => title.trim_start()[len..].trim(),
         None => title.trim(),
     }
 }
@@ -171,6 +240,12 @@ fn looks_like_code(t: &str, plain: f32) -> bool {
     let tex = s.starts_with('\\') && s[1..].starts_with(|c: char| c.is_ascii_alphabetic()) && (s.contains('{') || s.contains('[') || s.split_whitespace().count() <= 2);
     let xml = s.starts_with('<') && s.contains('>') && (s.contains("</") || s.ends_with("/>") || s.ends_with('>'));
     prompt || console_index || sql || ((weak_prompt || assign || ends || xml || keyword || tex) && plain < 0.8) || (call && plain < 0.6)
+}
+
+/// A line set in the typewriter face: mostly monospace glyphs, and not a CJK line that names
+/// a command or a file inline (its CJK letters are in the text face: "或 \section 等的编号。").
+fn typewriter(f: &Features) -> bool {
+    f.mono > 0.5 && !(f.cjk && f.mono < 0.85)
 }
 
 fn features(doc: &Document, line: &Line, body: f32) -> Features {
@@ -275,7 +350,7 @@ pub fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
                 let (a, b) = (&feats[p], &feats[i]);
                 l.block_start
                     || doc.lines[p].page != l.page
-                    || (a.mono > 0.5) != (b.mono > 0.5)
+                    || typewriter(a) != typewriter(b)
                     || (a.size - b.size).abs() > 0.12
                     || caption_start(&l.text)
                     || (b.bullet && doc.lines[p].layout.is_some())
@@ -342,14 +417,14 @@ pub fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
         if let BlockKind::Heading(_) = b.kind {
             let rank = styles.iter().position(|&st| st == (sz * 20.0).round() as i32).unwrap_or(0);
             let number = numbering(&b.text);
-            let level = number.as_ref().map_or((rank + 1).min(6) as u8, |(_, depth)| *depth);
+            let level = number.as_ref().map_or((rank + 1).min(6) as u8, |(_, depth, _)| *depth);
             let named = section_kind(&b.text);
             let kind = match named {
                 Some(k) => k,
                 // A heading below the one that set the kind is part of its section.
                 None if level > current.1 && current.1 > 0 => current.0,
                 // Lettered sections after an appendix are appendices too.
-                None if current.0 == SectionKind::Appendix && number.as_ref().is_some_and(|(n, _)| n.starts_with(|c: char| c.is_ascii_uppercase())) => SectionKind::Appendix,
+                None if current.0 == SectionKind::Appendix && number.as_ref().is_some_and(|(n, _, _)| n.starts_with(|c: char| c.is_ascii_uppercase())) => SectionKind::Appendix,
                 None => SectionKind::Body,
             };
             if named.is_some() || level <= current.1.max(1) {
@@ -358,6 +433,16 @@ pub fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
             sections.push(Section { title: b.text.clone(), level, kind, heading: Some(bi) });
             b.kind = BlockKind::Heading(level);
         } else if b.kind.is_prose() {
+            match run_in_label(&b.text) {
+                // A keywords line is a list of terms, no sentence.
+                Some((_, true)) => b.kind = BlockKind::Other,
+                Some((kind, false)) if current.0 != kind => {
+                    let title: String = b.text.chars().take_while(|c| !matches!(c, '：' | ':' | '.' | '—')).collect();
+                    sections.push(Section { title: title.trim().to_string(), level: 1, kind, heading: None });
+                    current = (kind, 1);
+                }
+                _ => {}
+            }
             match current.0 {
                 SectionKind::References => b.kind = BlockKind::Reference,
                 SectionKind::Contents => b.kind = BlockKind::Contents,
@@ -371,8 +456,18 @@ pub fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
     Ok(())
 }
 
+/// A numbered line short enough for a heading whose title starts like one (a capital or a CJK
+/// letter: "2 Methods", "第二章 方法", "一、引言"; not "3 of the 5 runs failed").
+fn numbered_title(text: &str, words: usize) -> bool {
+    let cjk = text.chars().filter(|c| is_cjk_letter(*c)).count() * 2 > text.chars().filter(|c| !c.is_whitespace()).count();
+    let short = if cjk { text.chars().count() <= 30 } else { words <= 10 };
+    short && numbering(text).is_some_and(|(_, _, len)| text.trim_start()[len..].chars().next().is_some_and(|c| c.is_uppercase() || is_cjk_letter(c)))
+}
+
 fn is_heading_line(f: &Features, text: &str) -> bool {
-    f.words <= 14 && !text.trim_end().ends_with(['.', ',', ';']) && (f.size >= 1.12 || f.bold >= 0.6 || numbering(text).is_some()) && f.plain >= 0.5
+    // CJK lines have few spaces: their length is in characters.
+    let short = if f.cjk { text.chars().filter(|c| !c.is_whitespace()).count() <= 30 } else { f.words <= 14 };
+    short && !text.trim_end().ends_with(['.', ',', ';', '。', '，', '；']) && (f.size >= 1.12 || f.bold >= 0.6 || numbering(text).is_some()) && f.plain >= 0.5
 }
 
 /// The kind of a block of lines with features `f`, text `text` and indentations `indents`.
@@ -394,7 +489,7 @@ fn classify(f: &[Features], text: &str, indents: &[u32]) -> BlockKind {
     }
     let first = &f[0];
     // Headings: short, not a sentence, set apart by size, weight or numbering.
-    if f.len() <= 2 && is_heading_line(first, text) && !first.bullet && (first.size >= 1.12 || first.bold >= 0.6 || (numbering(text).is_some() && first.words <= 10 && text.chars().nth(text.find(' ').unwrap_or(0) + 1).is_some_and(|c| c.is_uppercase() || is_cjk_letter(c)))) {
+    if f.len() <= 2 && is_heading_line(first, text) && !first.bullet && (first.size >= 1.12 || first.bold >= 0.6 || numbered_title(text, first.words)) {
         let level = if first.size >= 1.4 { 1 } else if first.size >= 1.12 { 1 } else { 2 };
         return BlockKind::Heading(level);
     }
@@ -443,11 +538,46 @@ mod tests {
         assert_eq!(section_kind("References"), Some(SectionKind::References));
         assert_eq!(section_kind("Appendix A. Proofs"), Some(SectionKind::Appendix));
         assert_eq!(section_kind("参考文献"), Some(SectionKind::References));
+        assert_eq!(section_kind("摘 要"), Some(SectionKind::Abstract));
+        assert_eq!(section_kind("摘要："), Some(SectionKind::Abstract));
+        assert_eq!(section_kind("参 考 文 献"), Some(SectionKind::References));
+        assert_eq!(run_in_label("摘 要：本文研究了推荐系统。"), Some((SectionKind::Abstract, false)));
+        assert_eq!(run_in_label("关键词：推荐系统；多准则"), Some((SectionKind::Abstract, true)));
+        assert_eq!(run_in_label("本文研究了推荐系统。"), None);
         assert_eq!(section_kind("2.1. S4 objects"), None);
         assert_eq!(strip_numbering("2.1. S4 objects"), "S4 objects");
-        assert_eq!(numbering("2.1. S4 objects"), Some(("2.1".into(), 2)));
-        assert_eq!(numbering("A.2 Proofs"), Some(("A.2".into(), 2)));
+        assert_eq!(numbering("2.1. S4 objects"), Some(("2.1".into(), 2, 5)));
+        assert_eq!(numbering("A.2 Proofs"), Some(("A.2".into(), 2, 4)));
         assert_eq!(numbering("In this paper we"), None);
+    }
+
+    #[test]
+    fn chinese_numbered_headings() {
+        for (title, number, depth, rest) in [
+            ("第一章 绪论", "第一章", 1, "绪论"),
+            ("第3章研究方法", "第3章", 1, "研究方法"),
+            ("第二节 相关工作", "第二节", 2, "相关工作"),
+            ("第十二部分 附录", "第十二部分", 1, "附录"),
+            ("一、引言", "一、", 1, "引言"),
+            ("十一、 结论", "十一、", 1, "结论"),
+            ("（一）研究背景", "（一）", 2, "研究背景"),
+            ("(二) 数据来源", "(二)", 2, "数据来源"),
+            ("1.2 研究方法", "1.2", 2, "研究方法"),
+            ("2.3.1研究对象", "2.3.1", 3, "研究对象"),
+        ] {
+            let (n, d, _) = numbering(title).unwrap_or_else(|| panic!("{title}"));
+            assert_eq!((n.as_str(), d), (number, depth), "{title}");
+            assert_eq!(strip_numbering(title), rest, "{title}");
+        }
+        assert_eq!(section_kind("第一章 绪论"), Some(SectionKind::Introduction));
+        assert_eq!(section_kind("一、引言"), Some(SectionKind::Introduction));
+        assert_eq!(numbering("第一次使用时"), None);
+        assert_eq!(numbering("一些说明"), None);
+        assert_eq!(numbering("（注意）"), None);
+        // A numbered title's first letter is looked at by characters, not bytes.
+        assert!(numbered_title("一、引言", 1));
+        assert!(numbered_title("第二章 方法", 2));
+        assert!(!numbered_title("3 of the 5 runs failed", 6));
     }
 
     #[test]

@@ -56,6 +56,23 @@ pub fn cjk_ratio(text: &str) -> f64 {
     }
 }
 
+/// The unified ideograph that a Kangxi radical (U+2F00-U+2FDF), a CJK radicals supplement form
+/// or a CJK compatibility ideograph stands for (its NFKC form): some fonts' ToUnicode maps give
+/// these look-alikes, which a reader cannot search for and the ranker would count as other
+/// characters. Other characters (full-width Latin letters and digits included) stay as the
+/// page shows them.
+pub fn unified_ideograph(c: char) -> Option<char> {
+    use unicode_normalization::UnicodeNormalization;
+    if !matches!(c as u32, 0x2E80..=0x2FDF | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F) {
+        return None;
+    }
+    let mut n = std::iter::once(c).nfkc();
+    match (n.next(), n.next()) {
+        (Some(u), None) if u != c && is_cjk_letter(u) => Some(u),
+        _ => None,
+    }
+}
+
 /// Joins two pieces of text the way a line break inside a paragraph reads: no space between
 /// CJK characters, one space otherwise.
 pub fn join_pieces(out: &mut String, next: &str) {
@@ -80,10 +97,28 @@ pub fn weighted_len(text: &str) -> f64 {
     text.chars().map(|c| if is_cjk_letter(c) { 2.5 } else { 1.0 }).sum()
 }
 
-const CJK_TERMINATORS: &[char] = &['。', '！', '？', '｡', '！', '？', '…'];
+/// Ends of CJK sentences, which end them whether or not anything follows. `…` and the
+/// full-width period `．` end one only after a CJK character (in Latin text `…` is an
+/// ellipsis inside a sentence, `．` a decimal point of full-width digits).
+const CJK_TERMINATORS: &[char] = &['。', '！', '？', '｡'];
+const CJK_AFTER_CJK: &[char] = &['…', '．'];
 const LATIN_TERMINATORS: &[char] = &['.', '!', '?'];
 /// Closing quotes and brackets that stay with the sentence they end.
 const CLOSERS: &[char] = &['"', '\'', ')', ']', '}', '”', '’', '」', '』', '）', '】', '》', '〉', '〕', '］', '｝'];
+
+/// Brackets and quotes whose inside does not end the sentence around them: a sentence that
+/// opens one closes it.
+const PAIRS: &[(char, char)] = &[
+    ('(', ')'), ('[', ']'), ('（', '）'), ('［', '］'), ('【', '】'), ('〔', '〕'), ('「', '」'), ('『', '』'),
+    ('“', '”'), ('《', '》'), ('〈', '〉'),
+];
+/// Brackets that open a parenthetical: one that stands alone after a sentence belongs to it.
+const PARENTHESES: &[char] = &['(', '（', '［', '【', '〔', '['];
+/// A pair longer than this (bytes) is not protected: an opener whose closer is a page away is
+/// a stray, and the text inside it still needs sentences.
+const MAX_PAIR_BYTES: usize = 1200;
+/// Nesting deeper than this is not tracked (keeps hostile text linear).
+const MAX_PAIR_DEPTH: usize = 32;
 
 /// Abbreviations after which a period does not end a sentence (compared lowercase, without
 /// the period).
@@ -97,22 +132,57 @@ const ABBREVIATIONS: &[&str] = &[
 /// Longest word before a period that is still looked at as a possible abbreviation.
 const MAX_ABBREVIATION_CHARS: usize = 24;
 
+/// The outermost bracket and quote pairs of `text` that close (byte offsets of the opener and
+/// of the closer), in order. A closer without its opener, or an opener never closed, is
+/// ignored.
+fn outer_pairs(text: &str) -> Vec<(usize, usize)> {
+    let mut stack: Vec<(char, usize)> = Vec::new();
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for (i, c) in text.char_indices() {
+        if let Some(&(_, close)) = PAIRS.iter().find(|(o, _)| *o == c) {
+            if stack.len() < MAX_PAIR_DEPTH {
+                stack.push((close, i));
+            }
+        } else if PAIRS.iter().any(|(_, cl)| *cl == c) {
+            // The innermost open pair this closes; the openers above it were strays.
+            if let Some(k) = stack.iter().rposition(|&(close, _)| close == c) {
+                let open = stack[k].1;
+                stack.truncate(k);
+                if stack.is_empty() && i - open <= MAX_PAIR_BYTES {
+                    while out.last().is_some_and(|&(o, _)| o > open) {
+                        out.pop();
+                    }
+                    out.push((open, i));
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Byte ranges of the sentences of `text` (one paragraph: line breaks already joined), in
-/// order, trimmed, never empty. Text without a terminator is one sentence. Linear in `text`.
+/// order, trimmed, never empty. Text without a terminator is one sentence. A terminator
+/// inside brackets or quotes does not end the sentence around them, a Chinese sentence that
+/// quotes one goes on after the quote, and a parenthetical standing after a sentence is part
+/// of it. Linear in `text`.
 pub fn split_sentences(text: &str) -> Vec<Range<usize>> {
-    let mut out = Vec::new();
+    let pairs = outer_pairs(text);
+    let mut next_pair = 0usize;
+    let mut out: Vec<Range<usize>> = Vec::new();
     let mut start = 0usize;
     let mut i = 0usize;
+    let mut prev: Option<char> = None;
     while let Some(c) = text[i..].chars().next() {
         let after_c = i + c.len_utf8();
         let mut end_here = None;
-        if CJK_TERMINATORS.contains(&c) {
+        let cjk_end = CJK_TERMINATORS.contains(&c) || (CJK_AFTER_CJK.contains(&c) && prev.is_some_and(|p| is_cjk_letter(p) || (is_cjk(p) && !p.is_alphanumeric())));
+        if cjk_end {
             // A run of terminators ("？！", "……") and the closers after it stay together.
-            let j = skip(text, after_c, |c| CJK_TERMINATORS.contains(&c) || LATIN_TERMINATORS.contains(&c));
+            let j = skip(text, after_c, |c| CJK_TERMINATORS.contains(&c) || CJK_AFTER_CJK.contains(&c) || LATIN_TERMINATORS.contains(&c));
             end_here = Some(skip(text, j, |c| CLOSERS.contains(&c)));
-        } else if LATIN_TERMINATORS.contains(&c) {
-            let run_end = skip(text, after_c, |c| LATIN_TERMINATORS.contains(&c));
-            let single = run_end == after_c;
+        } else if LATIN_TERMINATORS.contains(&c) || c == '…' {
+            let run_end = skip(text, after_c, |c| LATIN_TERMINATORS.contains(&c) || c == '…');
+            let single = run_end == after_c && c != '…';
             let j = skip(text, run_end, |c| CLOSERS.contains(&c));
             let next = text[j..].chars().next();
             let separated = next.is_none_or(|n| n.is_whitespace() || is_cjk_letter(n));
@@ -120,17 +190,57 @@ pub fn split_sentences(text: &str) -> Vec<Range<usize>> {
                 end_here = Some(j);
             }
         }
+        if let Some(j) = end_here {
+            while pairs.get(next_pair).is_some_and(|&(_, close)| close < i) {
+                next_pair += 1;
+            }
+            if let Some(&(open, close)) = pairs.get(next_pair) {
+                // Inside a pair that the terminator's closers do not close: the sentence goes on.
+                let inside = open < i && close >= j;
+                // A Chinese quote or bracket closed by this end, opened inside the sentence.
+                let quoted = cjk_end && open < i && close < j && text[start..open].trim().chars().count() > 0;
+                if inside || quoted {
+                    end_here = None;
+                }
+            }
+        }
         match end_here {
             Some(j) => {
-                push_trimmed(&mut out, text, start, j);
+                push_sentence(&mut out, text, start, j, &pairs);
                 start = j;
                 i = j;
+                prev = text[..j].chars().next_back();
             }
-            None => i = after_c,
+            None => {
+                i = after_c;
+                prev = Some(c);
+            }
         }
     }
-    push_trimmed(&mut out, text, start, text.len());
+    push_sentence(&mut out, text, start, text.len(), &pairs);
     out
+}
+
+/// Adds the sentence `start..end` (trimmed) to `out`; a parenthetical that is the whole
+/// sentence joins the sentence before it.
+fn push_sentence(out: &mut Vec<Range<usize>>, text: &str, start: usize, end: usize, pairs: &[(usize, usize)]) {
+    let piece = &text[start..end];
+    let lead = piece.len() - piece.trim_start().len();
+    let trail = piece.len() - piece.trim_end().len();
+    if lead + trail >= piece.len() {
+        return;
+    }
+    let r = start + lead..end - trail;
+    let parenthetical = text[r.clone()].starts_with(PARENTHESES) && {
+        let k = pairs.partition_point(|&(o, _)| o < r.start);
+        pairs.get(k).is_some_and(|&(o, close)| {
+            o == r.start && text[close..r.end].chars().skip(1).all(|c| CJK_TERMINATORS.contains(&c) || CJK_AFTER_CJK.contains(&c) || LATIN_TERMINATORS.contains(&c) || CLOSERS.contains(&c))
+        })
+    };
+    match out.last_mut() {
+        Some(last) if parenthetical => last.end = r.end,
+        _ => out.push(r),
+    }
 }
 
 /// The byte index after the characters from `from` on for which `pred` holds.
@@ -182,15 +292,6 @@ fn latin_boundary(text: &str, i: usize, j: usize, single: bool) -> bool {
     match text[j..].chars().find(|c| !c.is_whitespace()) {
         None => true,
         Some(n) => !n.is_lowercase(),
-    }
-}
-
-fn push_trimmed(out: &mut Vec<Range<usize>>, text: &str, start: usize, end: usize) {
-    let piece = &text[start..end];
-    let lead = piece.len() - piece.trim_start().len();
-    let trail = piece.len() - piece.trim_end().len();
-    if lead + trail < piece.len() {
-        out.push(start + lead..end - trail);
     }
 }
 
@@ -328,13 +429,52 @@ mod tests {
     #[test]
     fn quotes_stay_with_their_sentence() {
         let t = "She said \"stop.\" Then she left. (It was over.) The end";
-        assert_eq!(sentences(t), vec!["She said \"stop.\"", "Then she left.", "(It was over.)", "The end"]);
+        assert_eq!(sentences(t), vec!["She said \"stop.\"", "Then she left. (It was over.)", "The end"]);
     }
 
     #[test]
     fn chinese_sentences_split_without_spaces() {
-        let t = "今天天气很好。我们去公园散步吧！你觉得怎么样？“好的。”他说。";
-        assert_eq!(sentences(t), vec!["今天天气很好。", "我们去公园散步吧！", "你觉得怎么样？", "“好的。”", "他说。"]);
+        let t = "今天天气很好。我们去公园散步吧！你觉得怎么样？他说：“好的。”然后走了。";
+        assert_eq!(sentences(t), vec!["今天天气很好。", "我们去公园散步吧！", "你觉得怎么样？", "他说：“好的。”然后走了。"]);
+    }
+
+    #[test]
+    fn cjk_brackets_and_quotes_hold_their_sentence() {
+        // A clause in brackets with its own full stops stays inside the sentence that opened it.
+        let t = "在表格中（这时可以使用 \\noalign 命令。将该参数的值用作其他命令的参量。）也能这样做。下一句。";
+        assert_eq!(sentences(t), vec!["在表格中（这时可以使用 \\noalign 命令。将该参数的值用作其他命令的参量。）也能这样做。", "下一句。"]);
+        // A parenthetical standing after a sentence is part of it.
+        let t = "先卸载文件系统。（对未挂载的文件系统这么做。）然后检查。";
+        assert_eq!(sentences(t), vec!["先卸载文件系统。（对未挂载的文件系统这么做。）", "然后检查。"]);
+        // A book title with a full stop inside.
+        assert_eq!(sentences("请读《学习。实践》一书。好的。"), vec!["请读《学习。实践》一书。", "好的。"]);
+        // A stray closer or opener does not stop the splitting.
+        assert_eq!(sentences("第一句。）第二句。（第三句。"), vec!["第一句。）", "第二句。", "（第三句。"]);
+    }
+
+    #[test]
+    fn kangxi_radicals_and_compatibility_ideographs_are_unified() {
+        // ⼀ KANGXI RADICAL ONE, ⽂ RADICAL SCRIPT, 﨑 (U+FA11), 丽 (U+2F800).
+        assert_eq!(unified_ideograph('\u{2F00}'), Some('一'));
+        assert_eq!(unified_ideograph('\u{2F42}'), Some('文'));
+        assert_eq!(unified_ideograph('\u{F900}'), Some('\u{8C48}'));
+        assert_eq!(unified_ideograph('\u{2F800}'), Some('\u{4E3D}'));
+        assert_eq!(unified_ideograph('文'), None);
+        assert_eq!(unified_ideograph('Ａ'), None);
+        assert_eq!(unified_ideograph('（'), None);
+    }
+
+    #[test]
+    fn ellipsis_ends_only_cjk_sentences() {
+        assert_eq!(sentences("It goes on… and on. Done."), vec!["It goes on… and on.", "Done."]);
+        assert_eq!(sentences("他想了想……我们走吧。"), vec!["他想了想……", "我们走吧。"]);
+        assert_eq!(sentences("版本１．２已经发布。第二句．第三句。"), vec!["版本１．２已经发布。", "第二句．", "第三句。"]);
+    }
+
+    #[test]
+    fn urls_and_versions_keep_their_dots() {
+        let t = "可以参考扩展文档 http://asymptote.sourceforge.net/doc/ 了解更多。版本 2.1.3 修正了它。";
+        assert_eq!(sentences(t), vec!["可以参考扩展文档 http://asymptote.sourceforge.net/doc/ 了解更多。", "版本 2.1.3 修正了它。"]);
     }
 
     #[test]

@@ -37,8 +37,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use crate::pdf::Limits as PdfLimits;
 
-/// The version of the extractive ranker, part of cache keys.
-const RANKER_VERSION: &str = "extractive-v2";
+/// The version of the extractive ranker, part of cache keys: raise it whenever the same document
+/// and options can give another summary (v3: the learned scorer, CJK sentences and headings).
+const RANKER_VERSION: &str = "extractive-v3";
 
 /// What to summarize.
 #[derive(Debug)]
@@ -292,6 +293,7 @@ impl Pipeline {
             Language::Auto => prep.language,
             l => l,
         };
+        stats.language = language.as_str().to_string();
         let doc = Arc::new(prep.doc);
         let mut cacheable = true;
         let ((text, sentences), method) = match model {
@@ -349,9 +351,11 @@ impl Pipeline {
                 if choice.chosen.is_empty() {
                     return Err(SummaryError::NoText(NO_PROSE.into()));
                 }
-                let warning = choice.cut.then(|| {
-                    format!("no whole sentence fits the budget of {budget} words: the best sentence is cut at a word boundary (marked with \"…\")")
-                });
+                let warning = if choice.cut {
+                    Some(format!("no whole sentence fits the budget of {budget} words: the best sentence is cut at a word boundary (marked with \"…\")"))
+                } else {
+                    choice.phrases.then(|| NO_SENTENCE.to_string())
+                };
                 Ok((ranker.render(&choice.chosen, o.style, budget), ranker.anchors(&d, &choice.chosen, budget), warning))
             })
             .await?;
@@ -361,6 +365,9 @@ impl Pipeline {
         Ok((text, anchors))
     }
 }
+
+/// The warning of a summary of a document without whole sentences (docs/SUMMARIZE.md).
+pub(crate) const NO_SENTENCE: &str = "the document has no whole sentence: the summary quotes its phrases as they stand";
 
 /// The `NoText` error of a document whose text has no prose (docs/DBUS.md, "Errors").
 pub(crate) const NO_PROSE: &str = "the document has no prose to summarize: its text is code, tables, formulas or lists without sentences";
