@@ -57,7 +57,7 @@ fn request(i: usize, r: usize) -> (String, Vec<(&'static str, Value<'static>)>, 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "load benchmark: minutes of CPU; run with --ignored --nocapture"]
+#[ignore = "load benchmark, minutes of CPU: cargo test --release --test dbus_load -- --ignored --nocapture load_64_clients"]
 async fn load_64_clients() {
     let Some(bus) = Bus::start() else { return };
     let model = common::gguf("tiny", GgmlType::F16);
@@ -196,12 +196,9 @@ max_new_tokens = [32, 32, 32]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs SEQGPT_BENCH_MODEL (the 560M-shaped GGUF); run with --ignored --nocapture"]
+#[ignore = "needs a model: SEQGPT_BENCH_MODEL=FILE.gguf cargo test --release --test dbus_load -- --ignored --nocapture one_page_pdf_end_to_end"]
 async fn one_page_pdf_end_to_end() {
-    let Some(model) = std::env::var_os("SEQGPT_BENCH_MODEL") else {
-        eprintln!("SKIPPED: set SEQGPT_BENCH_MODEL to a GGUF file");
-        return;
-    };
+    let model = std::env::var_os("SEQGPT_BENCH_MODEL").expect("SEQGPT_BENCH_MODEL: the GGUF file to run (this test is ignored otherwise)");
     let Some(bus) = Bus::start() else { return };
     let pdf = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pdf-samples/one-page.pdf");
     let t_start = Instant::now();

@@ -72,7 +72,7 @@ fn gen_cfg(new: usize) -> GenerationConfig {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore]
+#[ignore = "benchmark on a real model, minutes of CPU: SEQGPT_SCHED_MODEL=FILE.gguf cargo test --release --test scheduler_load -- --ignored --nocapture throughput"]
 async fn throughput_8_concurrent_vs_one_at_a_time() {
     let engine = open();
     let new = env_usize("SEQGPT_SCHED_NEW", 16);
@@ -208,7 +208,7 @@ async fn load_run(engine: Arc<Engine>, cfg: SchedulerConfig, requests: usize, ta
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore]
+#[ignore = "benchmark on a real model, minutes of CPU: SEQGPT_SCHED_MODEL=FILE.gguf cargo test --release --test scheduler_load -- --ignored --nocapture load"]
 async fn load_200_requests_32_tasks() {
     let engine = open();
     let new = env_usize("SEQGPT_SCHED_NEW", 16);

@@ -28,17 +28,20 @@ async fn one_page_summary_is_extractive_and_from_the_text() {
     assert_eq!((s.stats.page_count, s.stats.pages), (1, 1));
     assert!(s.stats.sentences >= 15, "{:?}", s.stats);
     assert!(s.text.contains("library") || s.text.contains("volunteers"), "{}", s.text);
-    // Every sentence of the summary is a sentence of the document.
-    let text = String::from_utf8(Command::new("pdftotext").arg(sample("one-page.pdf")).arg("-").output().map(|o| o.stdout).unwrap_or_default())
-        .unwrap_or_default()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
-    if !text.is_empty() {
-        for sentence in s.text.split(". ") {
-            let probe: String = sentence.split_whitespace().take(6).collect::<Vec<_>>().join(" ");
-            assert!(text.contains(&probe), "{probe:?} is not in the document");
-        }
+    // Every sentence of the summary is a sentence of the document, as pdftotext reads it.
+    let Ok(out) = Command::new("pdftotext").arg(sample("one-page.pdf")).arg("-").output() else {
+        assert!(std::env::var_os("CI").is_none(), "pdftotext is missing under CI (tests/deps.sh installs poppler-utils)");
+        eprintln!("SKIPPED: the check against pdftotext (poppler-utils is not installed)");
+        return;
+    };
+    assert!(out.status.success(), "pdftotext failed: {}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(text.split_whitespace().count() > 100, "pdftotext read almost nothing: {text:?}");
+    let sentences: Vec<&str> = s.text.split(". ").filter(|t| !t.trim().is_empty()).collect();
+    assert!(!sentences.is_empty());
+    for sentence in sentences {
+        let probe: String = sentence.split_whitespace().take(6).collect::<Vec<_>>().join(" ");
+        assert!(text.contains(&probe), "{probe:?} is not in the document");
     }
 }
 

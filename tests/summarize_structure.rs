@@ -165,6 +165,7 @@ async fn anchors_point_to_the_sentence_on_its_page() {
     // Plain text: the same, without boxes.
     let text = "First page sentence that says something about the topic at hand.\u{000C}Second page has a sentence about other things entirely.";
     let s = pipeline.summarize(Input::Text(text.into()), &SummaryOptions::default(), &mut Ignore, &Cancel::new()).await.unwrap();
+    assert!(!s.sentences.is_empty(), "no anchors for a text with two sentences: {:?}", s.text);
     for a in &s.sentences {
         let page = text.split('\u{000C}').nth(a.page as usize - 1).unwrap();
         let on_page: String = page.chars().skip(a.start as usize).take((a.end - a.start) as usize).collect();

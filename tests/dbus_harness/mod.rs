@@ -64,6 +64,7 @@ impl Bus {
     pub fn start_system() -> Option<Bus> {
         // SAFETY: getuid has no preconditions.
         if unsafe { libc::getuid() } != 0 {
+            assert!(std::env::var_os("CI").is_none(), "a system-type bus with two users needs root, and CI is set: run the tests as root");
             eprintln!("SKIPPED: a system-type bus with two users needs root; this test did not run");
             return None;
         }
@@ -168,12 +169,15 @@ fn user_group(user: &str) -> &'static str {
 
 /// Resident memory of process `pid`, in KiB.
 pub fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
+    // A bound on memory that reads 0 when it cannot read passes on nothing: fail instead.
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_else(|e| panic!("the RSS of process {pid}: /proc/{pid}/status: {e}"));
+    let kib: u64 = status
         .lines()
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap_or(0)
+        .unwrap_or_else(|| panic!("the RSS of process {pid}: no VmRSS line in /proc/{pid}/status"));
+    assert!(kib > 0, "the RSS of process {pid} reads 0 kB");
+    kib
 }
 
 impl Drop for Bus {

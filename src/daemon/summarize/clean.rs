@@ -434,10 +434,14 @@ mod tests {
 
     #[test]
     fn footnote_marks_are_dropped_math_superscripts_kept() {
-        let text = "matrices2 and 10\u{2076} here";
         assert!(is_footnote_mark("matrices2 x", 8, 9));
         assert!(!is_footnote_mark("10 6 x", 2, 3), "after a digit");
-        let _ = text;
+        // A line whose layout marks two raised runs: the footnote mark after a word goes, the
+        // exponent after a digit stays, and the text after the mark still maps to the page.
+        let page = "matrices2 and 106 here";
+        let line = normalize_line(page, 0, page.len(), &[(8, 9), (16, 17)]).unwrap();
+        assert_eq!(line.text, "matrices and 106 here");
+        assert_eq!(line.page_offset(line.text.find("and").unwrap()), page.find("and").unwrap());
     }
 
     #[test]

@@ -635,7 +635,7 @@ mod speed {
 
     /// Kernel throughput alone: `cargo test --release --lib packed_speed -- --ignored --nocapture`.
     #[test]
-    #[ignore]
+    #[ignore = "kernel benchmark, seconds to minutes: cargo test --release -p seqgpt-engine --lib packed_speed -- --ignored --nocapture"]
     fn packed_speed() {
         // 262144 rows: the weights do not fit in cache, as in a model.
         for (dtype, n, k) in [(GgmlType::Q4_0, 4096, 1024), (GgmlType::Q4_0, 262144, 1024), (GgmlType::Q6_K, 262144, 1024)] {
@@ -661,7 +661,7 @@ mod speed {
     /// memory hierarchy and threading. `cargo test --release --lib packed_kernel_in_l1 --
     /// --ignored --nocapture`
     #[test]
-    #[ignore]
+    #[ignore = "kernel benchmark: cargo test --release -p seqgpt-engine --lib packed_kernel_in_l1 -- --ignored --nocapture"]
     fn packed_kernel_in_l1() {
         let (n, k) = (LANES, 1024);
         for dtype in [GgmlType::Q4_0, GgmlType::Q6_K] {
