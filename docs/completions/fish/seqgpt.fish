@@ -50,7 +50,9 @@ long\t''"
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l max-words -d 'The most words the summary may have (a CJK character counts as one). An extractive summary fills at least 85% of it, in whole sentences, when the document has that much prose' -r
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l language -d 'The summary\'s language: auto follows the document' -r -f -a "auto\t''
 en\t''
-zh\t''"
+zh\t''
+ja\t''
+ko\t''"
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l style -d 'One paragraph, or one bullet ("- ") per sentence' -r -f -a "paragraph\t'Running text'
 bullets\t'One sentence per line, each starting with "- "'"
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l method -d 'auto: the model when one is loaded; model: fail without one; extractive: never the model' -r -f -a "auto\t'The model when one is loaded, else the extractive ranker'
