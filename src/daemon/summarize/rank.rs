@@ -29,7 +29,7 @@ use super::document::{Anchor, Document, SectionKind};
 use super::document::BlockKind;
 use super::scorer::{FeatureVec, Scorer};
 use super::structure::prose_share;
-use super::text::{is_cjk, is_cjk_letter, split_sentences, terms};
+use super::text::{balanced, is_cjk, is_cjk_letter, split_sentences, terms};
 use super::{Cancel, Length, Style, SummaryError};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -735,23 +735,8 @@ fn readable(text: &str, words: usize, lower_ok: bool) -> bool {
         && !tail
         && (first.is_uppercase() || is_cjk(first) || first.is_ascii_digit() || "\"“‘(".contains(first) || (lower_ok && first.is_lowercase()))
         && prose_share(text) >= 0.75
+        // Brackets balanced, asked of CJK sentences only: Latin text writes "a)" and "1)" enumerations.
         && (!cjk || balanced(text))
-}
-
-/// Whether the brackets and curly quotes of `text` pair up: a sentence that opens one closes
-/// it (a closer without its opener is the tail of a sentence cut before the text). Asked of
-/// CJK sentences only: Latin text writes enumerations "a)" and "1)" without an opener.
-fn balanced(text: &str) -> bool {
-    const PAIRS: &[(char, char)] = &[('(', ')'), ('[', ']'), ('（', '）'), ('「', '」'), ('『', '』'), ('“', '”'), ('《', '》'), ('【', '】'), ('〔', '〕'), ('［', '］')];
-    let mut stack: Vec<char> = Vec::new();
-    for c in text.chars() {
-        if let Some(&(_, close)) = PAIRS.iter().find(|(o, _)| *o == c) {
-            stack.push(close);
-        } else if PAIRS.iter().any(|(_, cl)| *cl == c) && stack.pop() != Some(c) {
-            return false;
-        }
-    }
-    stack.is_empty()
 }
 
 /// A CJK sentence that introduces what follows it: a command, a list, a listing ("通过下列命令

@@ -132,6 +132,20 @@ const ABBREVIATIONS: &[&str] = &[
 /// Longest word before a period that is still looked at as a possible abbreviation.
 const MAX_ABBREVIATION_CHARS: usize = 24;
 
+/// Whether the brackets and curly quotes of `text` ([`PAIRS`]) pair up: a sentence that opens
+/// one closes it (a closer without its opener is the tail of a sentence cut before the text).
+pub fn balanced(text: &str) -> bool {
+    let mut stack: Vec<char> = Vec::new();
+    for c in text.chars() {
+        if let Some(&(_, close)) = PAIRS.iter().find(|(o, _)| *o == c) {
+            stack.push(close);
+        } else if PAIRS.iter().any(|(_, cl)| *cl == c) && stack.pop() != Some(c) {
+            return false;
+        }
+    }
+    stack.is_empty()
+}
+
 /// The outermost bracket and quote pairs of `text` that close (byte offsets of the opener and
 /// of the closer), in order. A closer without its opener, or an opener never closed, is
 /// ignored.
