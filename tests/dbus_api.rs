@@ -423,3 +423,47 @@ async fn classify_and_extract_as_jobs() {
     let e = client::summarizer(&c2.conn).await.unwrap().extract_job("x", &["k"], &opts(&[])).await.unwrap_err();
     assert_eq!(error_name(&e), "org.seqgpt.Summarizer1.Error.ModelUnavailable", "{e}");
 }
+
+/// `annotate_fd`: the job writes the annotated copy into the client's pipe before Finished, the
+/// original bytes its prefix, one Highlight per anchor; what cannot carry it is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn annotate_fd_writes_the_annotated_copy_into_the_clients_pipe() {
+    let Some(bus) = Bus::start() else { return };
+    let _daemon = Daemon::start(&bus, "", &[]);
+    let mut c = Client::connect(&bus.address).await;
+    let pdf = sample("report-3pages.pdf");
+    let original = std::fs::read(&pdf).unwrap();
+    let (r, w) = rustix::pipe::pipe().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut got = Vec::new();
+        std::io::Read::read_to_end(&mut std::fs::File::from(r), &mut got).unwrap();
+        got
+    });
+    let file = std::fs::File::open(&pdf).unwrap();
+    let fd = zbus::zvariant::Fd::from(std::os::fd::AsFd::as_fd(&w));
+    let job = c.summarize_fd(&file, &opts(&[("annotate_fd", Value::Fd(fd)), ("no_cache", Value::from(true))])).await.unwrap();
+    drop(w);
+    let events = c.events(job.as_str(), Duration::from_secs(120)).await;
+    let Some(Event::Finished(_, stats)) = events.last() else { panic!("{events:?}") };
+    let warnings: Vec<String> = stats.get("warnings").map(|v| <Vec<String>>::try_from(v.try_clone().unwrap()).unwrap()).unwrap_or_default();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let anchors = <Vec<(String, u32, u32, u32, Vec<(f64, f64, f64, f64)>)>>::try_from(stats["anchors"].try_clone().unwrap()).unwrap();
+    let copy = reader.join().unwrap();
+    assert!(copy.len() > original.len() && copy.starts_with(&original), "the original bytes are the copy's prefix");
+    let doc = lopdf::Document::load_mem(&copy).unwrap();
+    let highlights: usize = doc
+        .get_pages()
+        .values()
+        .map(|&p| doc.get_page_annotations(p).unwrap().iter().filter(|a| a.get(b"Subtype").and_then(|s| s.as_name()).ok() == Some(b"Highlight")).count())
+        .sum();
+    assert!(!anchors.is_empty());
+    assert_eq!(highlights, anchors.len(), "one highlight per summary sentence");
+
+    // A text has no PDF to annotate; a read-only descriptor cannot take the copy.
+    let (r2, _w2) = rustix::pipe::pipe().unwrap();
+    let e = c.summarize_text("Some text. More text here.", &opts(&[("annotate_fd", Value::Fd(zbus::zvariant::Fd::from(std::os::fd::AsFd::as_fd(&r2))))])).await.unwrap_err();
+    assert!(error_name(&e).ends_with("InvalidArgs"), "{e}");
+    let file = std::fs::File::open(&pdf).unwrap();
+    let e = c.summarize_fd(&file, &opts(&[("annotate_fd", Value::Fd(zbus::zvariant::Fd::from(std::os::fd::AsFd::as_fd(&r2))))])).await.unwrap_err();
+    assert!(e.to_string().contains("not open for writing"), "{e}");
+}

@@ -11,6 +11,14 @@ command -v groff >/dev/null || need+=(groff)
 command -v cc >/dev/null || need+=(build-essential)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v setpriv >/dev/null || need+=(util-linux)
+# The reader tests: the annotated copy checked with qpdf and pdftoppm, zathura driven live
+# under Xvfb and photographed with xwd and ImageMagick.
+command -v qpdf >/dev/null || need+=(qpdf)
+command -v Xvfb >/dev/null || need+=(xvfb)
+command -v zathura >/dev/null || need+=(zathura)
+ls /usr/lib/*/zathura/libpdf-poppler.so >/dev/null 2>&1 || need+=(zathura-pdf-poppler)
+command -v xwd >/dev/null || need+=(x11-apps)
+[ -x /usr/bin/convert ] || need+=(imagemagick)
 # The GLib client examples run in the tests: the Python one with Debian's own Python and its
 # GObject bindings, the C one built against GLib's development files.
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import gi' 2>/dev/null || need+=(python3-gi)

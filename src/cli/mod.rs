@@ -14,6 +14,7 @@ pub mod logits;
 pub mod model;
 pub mod remote;
 pub mod seqgptd;
+pub mod show;
 pub mod summarize;
 pub mod tasks;
 
@@ -37,6 +38,9 @@ pub struct Cli {
 pub enum Command {
     /// Summarize a PDF: ask the seqgptd daemon over D-Bus, or run in this process with --local.
     Summarize(summarize::SummarizeArgs),
+    /// Show a PDF's summary in the reader: its sentences highlighted where they stand (zathura
+    /// live; Okular and Evince through an annotated copy), printed numbered.
+    Show(show::ShowArgs),
     /// List your jobs on the daemon, wait for one (reattach) or cancel one.
     Jobs(jobs::JobsArgs),
     /// Ask the daemon's model which of some labels apply to a text.
@@ -62,6 +66,7 @@ pub enum Command {
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Summarize(args) => summarize::run(args),
+        Command::Show(args) => show::run(args),
         Command::Jobs(args) => jobs::run(args),
         Command::Classify(args) => tasks::classify(args),
         Command::Extract(args) => tasks::extract(args),

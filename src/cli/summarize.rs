@@ -81,6 +81,12 @@ pub struct SummarizeArgs {
     /// "boxes"} (docs/SUMMARIZE.md).
     #[arg(long)]
     pub json: bool,
+    /// Also write a copy of the PDF with each summary sentence highlighted where it stands
+    /// and a note holding the whole summary (standard annotations, appended to the original
+    /// bytes: any PDF reader shows them). Extractive summaries only: a model's own words stand
+    /// nowhere in the document.
+    #[arg(long, value_name = "OUT.pdf", conflicts_with_all = ["text", "explain"])]
+    pub annotate: Option<PathBuf>,
     /// With --local: print, instead of the summary, why the extractive summary is what it is:
     /// every block with its kind and section, every sentence with its features and score
     /// (JSON).
@@ -138,22 +144,72 @@ pub fn run(mut args: SummarizeArgs) -> anyhow::Result<()> {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
     }
+    if let Some(out) = &args.annotate {
+        check_annotate_target(&args.file, out)?;
+    }
+    let outcome = fetch(&args)?;
+    print_outcome(&outcome, args.json)?;
+    if let Some(out) = &args.annotate {
+        // The summary is printed first: a copy that cannot be written loses nothing else.
+        write_annotated(&args.file, out, &outcome, &made_by(&outcome, &args))?;
+        eprintln!("annotated copy: {} ({} sentences highlighted)", out.display(), outcome.sentences.iter().filter(|a| !a.boxes.is_empty()).count());
+    }
+    Ok(())
+}
+
+/// The summary of `args.file`, from the daemon or (with --local) this process.
+pub(super) fn fetch(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let timeout = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
     let fut = async {
         if args.local {
-            local(&args).await
+            local(args).await
         } else {
-            remote(&args).await
+            remote(args).await
         }
     };
-    let outcome = runtime.block_on(async {
+    runtime.block_on(async {
         match timeout {
             Some(t) => tokio::time::timeout(t, fut).await.unwrap_or_else(|_| bail!("no summary within {} s (--timeout)", t.as_secs())),
             None => fut.await,
         }
-    })?;
-    print_outcome(&outcome, args.json)
+    })
+}
+
+/// Refuses, before any work, an annotated copy that would replace its own original or
+/// cannot be made from standard input.
+pub(super) fn check_annotate_target(file: &std::path::Path, out: &std::path::Path) -> anyhow::Result<()> {
+    if file.as_os_str() == "-" {
+        bail!("--annotate needs the PDF as a file, not on standard input");
+    }
+    if out.exists() && crate::reader::zathura::same_file(file, out) {
+        bail!("--annotate {}: that is the PDF itself; name another file for the copy", out.display());
+    }
+    Ok(())
+}
+
+/// How the summary was made, for the annotated copy's note.
+pub(super) fn made_by(o: &Outcome, args: &SummarizeArgs) -> String {
+    let field = |k: &str| o.stats.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+    let mut how = format!("seqgpt {}, {} summary, {} length", env!("CARGO_PKG_VERSION"), o.method, format!("{:?}", args.length).to_lowercase());
+    if !field("model").is_empty() {
+        how.push_str(&format!(", model {}", field("model")));
+    }
+    if !field("language").is_empty() {
+        how.push_str(&format!(", language {}", field("language")));
+    }
+    how
+}
+
+/// Writes the annotated copy of `file` for `o` to `out`.
+pub(super) fn write_annotated(file: &std::path::Path, out: &std::path::Path, o: &Outcome, made_by: &str) -> anyhow::Result<()> {
+    if let Some(why) = crate::reader::annotated::unplaceable(&o.sentences, &o.method) {
+        bail!("no annotated copy: {why}");
+    }
+    let pdf = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
+    let copy = crate::reader::annotated::annotated_copy(&pdf, &o.summary, &o.sentences, made_by)
+        .map_err(|e| anyhow::anyhow!("no annotated copy of {}: {e}", file.display()))?;
+    crate::reader::annotated::write_atomically(out, &copy).with_context(|| format!("writing {}", out.display()))
 }
 
 /// What the command prints (also `seqgpt jobs --wait`).

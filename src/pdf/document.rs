@@ -2,7 +2,7 @@
 //! its page tree (inherited attributes, cycles, page-count cap).
 
 use super::limits::Limits;
-use super::objects::{deref, dict_of, get, get_dict, get_name, rect};
+use super::objects::{deref, dict_of, get, get_dict, get_name, get_num, rect, ref_id};
 use super::PdfError;
 use lopdf::xref::XrefRecovery;
 use lopdf::{DecompressError, Dictionary, Document, Error as LoError, LoadOptions, Object, ObjectId};
@@ -15,6 +15,10 @@ pub(crate) struct PageRef<'a> {
     pub(crate) resources: Option<&'a Dictionary>,
     /// The visible area: CropBox, else MediaBox.
     pub(crate) bbox: Option<[f64; 4]>,
+    /// The page object's number (`None` for a page written inline in its parent's /Kids).
+    pub(crate) id: Option<ObjectId>,
+    /// Its /Rotate (inherited), in degrees clockwise: 0, 90, 180 or 270.
+    pub(crate) rotate: u16,
 }
 
 fn count(hay: &[u8], needle: &[u8]) -> usize {
@@ -45,7 +49,7 @@ const RECOVERY_TAIL: &[u8] = b"\nendstream\nendobj\n999998 0 obj\n<< /Type /Page
 
 /// Open a PDF, repairing it if needed. Returns the document and warnings about repairs.
 pub(crate) fn open(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Result<(Document, Vec<String>), PdfError> {
-    let first = open_as_is(bytes, password, limits, false);
+    let first = open_as_is(bytes, password, limits, false, true);
     let first_pages = match &first {
         Ok((doc, _)) => match readable_pages(doc, limits) {
             (n, true) if n > 0 => return first, // a sound page tree
@@ -57,7 +61,7 @@ pub(crate) fn open(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Res
     // Streams that end " endstream" (a space where an end of line belongs, as some producers
     // write them): the same bytes with the end of line put back parse, and keep every offset.
     if let Some(framed) = reframe_endstream(bytes) {
-        if let Ok((doc, mut warnings)) = open_as_is(&framed, password, limits, false) {
+        if let Ok((doc, mut warnings)) = open_as_is(&framed, password, limits, false, true) {
             if readable_pages(&doc, limits).0 > first_pages {
                 warnings.push("nonstandard PDF: streams end without an end of line before endstream; read as if they had one".into());
                 return Ok((doc, warnings));
@@ -68,7 +72,7 @@ pub(crate) fn open(bytes: &[u8], password: Option<&str>, limits: &Limits) -> Res
     patched.extend_from_slice(bytes);
     patched.extend_from_slice(RECOVERY_TAIL);
     let truncated = !bytes[bytes.len().saturating_sub(1024)..].windows(5).any(|w| w == b"%%EOF");
-    match open_as_is(&patched, password, limits, true) {
+    match open_as_is(&patched, password, limits, true, true) {
         Ok((doc, mut warnings)) if readable_pages(&doc, limits).0 > first_pages => {
             warnings.retain(|w| !w.contains("cross-reference"));
             warnings.insert(
@@ -124,7 +128,15 @@ fn page_has_content(doc: &Document, page: &Dictionary) -> bool {
     }
 }
 
-fn open_as_is(bytes: &[u8], password: Option<&str>, limits: &Limits, rebuild: bool) -> Result<(Document, Vec<String>), PdfError> {
+/// A PDF as it is, every object kept (annotations too), for writing an update onto it: no
+/// repair (an update appended to a file whose cross-reference data had to be rebuilt would
+/// point into damage). The warnings are lopdf's own corrections, if any.
+pub(crate) fn open_for_update(bytes: &[u8], limits: &Limits) -> Result<(Document, Vec<String>), PdfError> {
+    open_as_is(bytes, None, limits, false, false)
+}
+
+/// `skip_unread`: drop the objects text extraction never reads ([`keep_object`]).
+fn open_as_is(bytes: &[u8], password: Option<&str>, limits: &Limits, rebuild: bool, skip_unread: bool) -> Result<(Document, Vec<String>), PdfError> {
     if bytes.len() > limits.max_file_bytes {
         return Err(PdfError::TooLarge(format!(
             "the file has {} bytes, more than {} (limit max_file_bytes)",
@@ -144,7 +156,7 @@ fn open_as_is(bytes: &[u8], password: Option<&str>, limits: &Limits, rebuild: bo
         password: password.map(str::to_string),
         max_decompressed_size: Some(load_cap),
         force_reconstruct: rebuild,
-        filter: Some(keep_object),
+        filter: if skip_unread { Some(keep_object) } else { None },
         ..LoadOptions::default()
     };
     let loaded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Document::load_mem_with_options(bytes, options)));
@@ -225,6 +237,12 @@ struct Inherited<'a> {
     resources: Option<&'a Dictionary>,
     media: Option<[f64; 4]>,
     crop: Option<[f64; 4]>,
+    rotate: Option<i64>,
+}
+
+/// A /Rotate value as a quarter turn (the format allows any multiple of 90, negative too).
+fn quarter_turn(r: Option<i64>) -> u16 {
+    (r.unwrap_or(0).rem_euclid(360) / 90 * 90) as u16
 }
 
 /// The pages of the document in order. A page tree that yields nothing falls back to every
@@ -236,16 +254,17 @@ pub(crate) fn pages<'a>(doc: &'a Document, limits: &Limits, warnings: &mut Vec<S
     let tree = root.and_then(|r| r.get(b"Pages").ok());
     if let Some(tree) = tree {
         let mut seen: HashSet<ObjectId> = HashSet::new();
-        let inh = Inherited { resources: None, media: None, crop: None };
+        let inh = Inherited { resources: None, media: None, crop: None, rotate: None };
         // Depth-first, iterative: (node, inherited), children pushed in reverse.
         let mut stack: Vec<(&'a Object, Inherited<'a>, usize)> = vec![(tree, inh, 0)];
         while let Some((node, inh, depth)) = stack.pop() {
-            if let Object::Reference(id) = node {
-                if !seen.insert(*id) {
+            let id = ref_id(node);
+            if let Some(id) = id {
+                if !seen.insert(id) {
                     continue; // cycle or shared node
                 }
-                if !doc.objects.contains_key(id) {
-                    out.push(PageRef { dict: None, resources: None, bbox: inh.crop.or(inh.media) });
+                if !doc.objects.contains_key(&id) {
+                    out.push(PageRef { dict: None, resources: None, bbox: inh.crop.or(inh.media), id: Some(id), rotate: quarter_turn(inh.rotate) });
                     if out.len() > limits.max_pages as usize {
                         return Err(too_many());
                     }
@@ -257,6 +276,7 @@ pub(crate) fn pages<'a>(doc: &'a Document, limits: &Limits, warnings: &mut Vec<S
                 resources: get_dict(doc, d, b"Resources").or(inh.resources),
                 media: rect(doc, d.get(b"MediaBox").ok()).or(inh.media),
                 crop: rect(doc, d.get(b"CropBox").ok()).or(inh.crop),
+                rotate: get_num(doc, d, b"Rotate").map(|r| r as i64).or(inh.rotate),
             };
             let kids = match get(doc, d, b"Kids") {
                 Some(Object::Array(k)) => Some(k),
@@ -277,7 +297,7 @@ pub(crate) fn pages<'a>(doc: &'a Document, limits: &Limits, warnings: &mut Vec<S
                 }
             } else {
                 let bbox = clip(inh.crop, inh.media);
-                out.push(PageRef { dict: Some(d), resources: inh.resources, bbox });
+                out.push(PageRef { dict: Some(d), resources: inh.resources, bbox, id, rotate: quarter_turn(inh.rotate) });
                 if out.len() > limits.max_pages as usize {
                     return Err(too_many());
                 }
@@ -286,12 +306,13 @@ pub(crate) fn pages<'a>(doc: &'a Document, limits: &Limits, warnings: &mut Vec<S
     }
     if out.iter().all(|p| p.dict.is_none()) {
         let mut found: Vec<PageRef<'a>> = Vec::new();
-        for obj in doc.objects.values() {
+        for (&id, obj) in doc.objects.iter() {
             if let Object::Dictionary(d) = obj {
                 if get_name(doc, d, b"Type") == Some(b"Page") {
                     let resources = get_dict(doc, d, b"Resources").or_else(|| parent_resources(doc, d));
                     let bbox = clip(rect(doc, d.get(b"CropBox").ok()), rect(doc, d.get(b"MediaBox").ok()));
-                    found.push(PageRef { dict: Some(d), resources, bbox });
+                    let rotate = quarter_turn(get_num(doc, d, b"Rotate").map(|r| r as i64));
+                    found.push(PageRef { dict: Some(d), resources, bbox, id: Some(id), rotate });
                     if found.len() > limits.max_pages as usize {
                         return Err(too_many());
                     }

@@ -12,10 +12,12 @@
 //! - `interp`: the content-stream interpreter (graphics and text state, XObjects);
 //! - `font`, `encoding`, `fontfile`: code -> width and code -> Unicode;
 //! - `cmap`, `cjk`: ToUnicode and encoding CMaps, the predefined CJK CMaps and CID tables;
-//! - `layout`: glyphs -> lines, blocks, reading order, text.
+//! - `layout`: glyphs -> lines, blocks, reading order, text;
+//! - `annotate`: an annotated copy (highlights and a note appended as an incremental update).
 //!
 //! See docs/PDF.md for the design, the corpus scores and the data licences.
 
+mod annotate;
 mod cjk;
 mod cmap;
 mod document;
@@ -29,6 +31,7 @@ mod lexer;
 mod limits;
 mod objects;
 
+pub use annotate::{annotate, page_geometry, AnnotateError, Annotations, Highlight, PageGeometry};
 pub use error::PdfError;
 pub use limits::Limits;
 

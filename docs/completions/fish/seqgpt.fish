@@ -27,6 +27,7 @@ end
 complete -c seqgpt -n "__fish_seqgpt_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seqgpt -n "__fish_seqgpt_needs_command" -s V -l version -d 'Print version'
 complete -c seqgpt -n "__fish_seqgpt_needs_command" -f -a "summarize" -d 'Summarize a PDF: ask the seqgptd daemon over D-Bus, or run in this process with --local'
+complete -c seqgpt -n "__fish_seqgpt_needs_command" -f -a "show" -d 'Show a PDF\'s summary in the reader: its sentences highlighted where they stand (zathura live; Okular and Evince through an annotated copy), printed numbered'
 complete -c seqgpt -n "__fish_seqgpt_needs_command" -f -a "jobs" -d 'List your jobs on the daemon, wait for one (reattach) or cancel one'
 complete -c seqgpt -n "__fish_seqgpt_needs_command" -f -a "classify" -d 'Ask the daemon\'s model which of some labels apply to a text'
 complete -c seqgpt -n "__fish_seqgpt_needs_command" -f -a "extract" -d 'Ask the daemon\'s model for the spans of a text of each kind (people, places, ...)'
@@ -58,6 +59,7 @@ bullets\t'One sentence per line, each starting with "- "'"
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l method -d 'auto: the model when one is loaded; model: fail without one; extractive: never the model' -r -f -a "auto\t'The model when one is loaded, else the extractive ranker'
 model\t'The model; `ModelUnavailable` when none is loaded'
 extractive\t'The extractive ranker, even when a model is loaded (fast)'"
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l annotate -d 'Also write a copy of the PDF with each summary sentence highlighted where it stands and a note holding the whole summary (standard annotations, appended to the original bytes: any PDF reader shows them). Extractive summaries only: a model\'s own words stand nowhere in the document' -r -F
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l address -d 'Ask the daemon on this D-Bus address (unix:path=...)' -r
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l timeout -d 'Give up after this many seconds (0: wait as long as it takes)' -r
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l text -d 'FILE is plain UTF-8 text (form feeds separate pages), not a PDF'
@@ -68,6 +70,32 @@ complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l explain -d '
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l system -d 'Ask the daemon on the system bus (the default when it is installed and this user may call it)'
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l session -d 'Ask the user\'s own daemon on the session bus, even where a system service runs'
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l goto -d 'Go to summary sentence N (from 1) and make it the active highlight' -r
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l reader -d 'The reader: auto (a zathura that shows the file, else the first installed of zathura, okular, evince), or one of them' -r -f -a "zathura\t''
+okular\t''
+evince\t''"
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l annotate -d 'Where the annotated copy goes for Okular and Evince (default: the user\'s cache, ~/.cache/seqgpt/annotated/)' -r -F
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l zathura-config -d 'A zathura configuration folder (its zathurarc sets the highlight colours) for a zathura this command starts' -r -F
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l pages -d 'Pages to summarize: N or A-B (1-based)' -r
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l password-file -d 'Read the PDF\'s password from FILE ("-": standard input), its first line' -r -F
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l length -d 'The summary\'s length: short, medium or long' -r -f -a "short\t''
+medium\t''
+long\t''"
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l language -d 'The summary\'s language: auto follows the document' -r -f -a "auto\t''
+en\t''
+zh\t''
+ja\t''
+ko\t''"
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l method -d 'auto: the model when one is loaded; extractive: never the model (a model\'s own words stand nowhere in the document, so only quoted sentences can be shown)' -r -f -a "auto\t'The model when one is loaded, else the extractive ranker'
+model\t'The model; `ModelUnavailable` when none is loaded'
+extractive\t'The extractive ranker, even when a model is loaded (fast)'"
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l address -d 'Ask the daemon on this D-Bus address (unix:path=...)' -r
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l timeout -d 'Give up on the summary after this many seconds (0: wait as long as it takes)' -r
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l no-start -d 'Print the sentences and drive the reader, but start none: fail when no zathura shows the file'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l local -d 'Summarize in this process instead of asking the daemon'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l system -d 'Ask the daemon on the system bus (the default when it is installed and this user may call it)'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l session -d 'Ask the user\'s own daemon on the session bus, even where a system service runs'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand jobs" -l wait -d 'Wait for this job to end and print its summary (or its error)' -r
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand jobs" -l cancel -d 'Cancel this job' -r
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand jobs" -l address -d 'Ask the daemon on this D-Bus address (unix:path=...)' -r
@@ -137,15 +165,16 @@ complete -c seqgpt -n "__fish_seqgpt_using_subcommand model; and __fish_seen_sub
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand model; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand model; and __fish_seen_subcommand_from help" -f -a "check" -d 'Say what seqgptd would do with a GGUF model file: load it or not, its architecture, size and quantization, the template it would pick, where it would run'
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand model; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize jobs classify extract extract-text generate logits bench info model help" -f -a "summarize" -d 'Summarize a PDF: ask the seqgptd daemon over D-Bus, or run in this process with --local'
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize jobs classify extract extract-text generate logits bench info model help" -f -a "jobs" -d 'List your jobs on the daemon, wait for one (reattach) or cancel one'
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize jobs classify extract extract-text generate logits bench info model help" -f -a "classify" -d 'Ask the daemon\'s model which of some labels apply to a text'
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize jobs classify extract extract-text generate logits bench info model help" -f -a "extract" -d 'Ask the daemon\'s model for the spans of a text of each kind (people, places, ...)'
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize jobs classify extract extract-text generate logits bench info model help" -f -a "extract-text" -d 'Print a PDF\'s text, pages separated by form feeds'
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize jobs classify extract extract-text generate logits bench info model help" -f -a "generate" -d 'Generate text from a prompt (or a batch of prompts)'
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize jobs classify extract extract-text generate logits bench info model help" -f -a "logits" -d 'Print the last position\'s logits for a prompt as JSON'
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize jobs classify extract extract-text generate logits bench info model help" -f -a "bench" -d 'Measure open time, prefill/decode speed and memory on synthetic prompts'
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize jobs classify extract extract-text generate logits bench info model help" -f -a "info" -d 'Show the device, its memory, the Jetson model and a model\'s placement plan'
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize jobs classify extract extract-text generate logits bench info model help" -f -a "model" -d 'Model files: `seqgpt model check FILE` says what seqgptd would do with one'
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize jobs classify extract extract-text generate logits bench info model help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize show jobs classify extract extract-text generate logits bench info model help" -f -a "summarize" -d 'Summarize a PDF: ask the seqgptd daemon over D-Bus, or run in this process with --local'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize show jobs classify extract extract-text generate logits bench info model help" -f -a "show" -d 'Show a PDF\'s summary in the reader: its sentences highlighted where they stand (zathura live; Okular and Evince through an annotated copy), printed numbered'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize show jobs classify extract extract-text generate logits bench info model help" -f -a "jobs" -d 'List your jobs on the daemon, wait for one (reattach) or cancel one'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize show jobs classify extract extract-text generate logits bench info model help" -f -a "classify" -d 'Ask the daemon\'s model which of some labels apply to a text'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize show jobs classify extract extract-text generate logits bench info model help" -f -a "extract" -d 'Ask the daemon\'s model for the spans of a text of each kind (people, places, ...)'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize show jobs classify extract extract-text generate logits bench info model help" -f -a "extract-text" -d 'Print a PDF\'s text, pages separated by form feeds'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize show jobs classify extract extract-text generate logits bench info model help" -f -a "generate" -d 'Generate text from a prompt (or a batch of prompts)'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize show jobs classify extract extract-text generate logits bench info model help" -f -a "logits" -d 'Print the last position\'s logits for a prompt as JSON'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize show jobs classify extract extract-text generate logits bench info model help" -f -a "bench" -d 'Measure open time, prefill/decode speed and memory on synthetic prompts'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize show jobs classify extract extract-text generate logits bench info model help" -f -a "info" -d 'Show the device, its memory, the Jetson model and a model\'s placement plan'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize show jobs classify extract extract-text generate logits bench info model help" -f -a "model" -d 'Model files: `seqgpt model check FILE` says what seqgptd would do with one'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and not __fish_seen_subcommand_from summarize show jobs classify extract extract-text generate logits bench info model help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand help; and __fish_seen_subcommand_from model" -f -a "check" -d 'Say what seqgptd would do with a GGUF model file: load it or not, its architecture, size and quantization, the template it would pick, where it would run'

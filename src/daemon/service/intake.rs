@@ -26,6 +26,9 @@ pub fn text(text: String, options: &HashMap<String, OwnedValue>, limits: &Servic
     if options.summary.password.is_some() {
         return Err(ServiceError::invalid_args("the password option applies to PDFs only"));
     }
+    if options.annotate_to.is_some() {
+        return Err(ServiceError::invalid_args("the annotate_fd option applies to PDFs only"));
+    }
     check_text_size(&text, limits)?;
     Ok(Request { source: Source::Text(text), options })
 }

@@ -2,6 +2,7 @@
 //! its signals in order to the connection that created it, and removes its objects after the
 //! retention time.
 
+use super::annotate_fd::{AnnotateTarget, WRITE_TIMEOUT};
 use super::bus_string::BusString;
 use super::core::{Core, Slot};
 use super::errors::{ErrorKind, ServiceError};
@@ -9,7 +10,7 @@ use super::job_object::{JobObject, JobProperties};
 use super::jobs::{job_path, token_path, JobShared, JobState, Outcome, Source, Work, JOB_INTERFACE};
 use super::options::RequestOptions;
 use crate::summarize::pipeline::{Input, Observer, Stage};
-use crate::summarize::Method;
+use crate::summarize::{Method, Summary};
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -126,8 +127,8 @@ async fn run(
         let cancel = job.cancel.clone();
         async move {
             let pipeline = &served.pipeline;
-            let (source, options) = match work {
-                Work::Summarize(source, options) => (source, options),
+            let (source, options, annotate_to) = match work {
+                Work::Summarize(source, options, annotate_to) => (source, options, annotate_to),
                 Work::Classify { text, labels } => {
                     let _ = tx.send(JobSignal::Running);
                     let (labels, answer) = pipeline.classify(&text, &labels, &cancel).await?;
@@ -139,6 +140,7 @@ async fn run(
                     return Ok(Outcome::Spans { spans, answer });
                 }
             };
+            let mut original = None;
             let input = match source {
                 Source::Text(t) => {
                     let _ = tx.send(JobSignal::Running);
@@ -150,11 +152,21 @@ async fn run(
                     let permit = pipeline.extract_permit().await;
                     let _ = tx.send(JobSignal::Running);
                     let bytes = read_document(&core, file).await?;
+                    if annotate_to.is_some() {
+                        original = Some(bytes.clone());
+                    }
                     Input::Pdf { bytes, permit: Some(permit) }
                 }
             };
             let mut obs = ChannelObserver(tx);
-            pipeline.summarize(input, &options, &mut obs, &cancel).await.map(Outcome::Summary).map_err(ServiceError::from)
+            let mut summary = pipeline.summarize(input, &options, &mut obs, &cancel).await.map_err(ServiceError::from)?;
+            if let (Some(target), Some(pdf)) = (annotate_to, original) {
+                // Before the end is published: a client that gets Finished has the whole copy.
+                if let Err(why) = write_annotated(target, pdf, &summary).await {
+                    summary.stats.warnings.push(format!("annotate_fd: no annotated copy: {why}"));
+                }
+            }
+            Ok(Outcome::Summary(summary))
         }
     };
     // One task: the work runs, and its updates go out as signals in the order they come. A
@@ -201,6 +213,23 @@ async fn read_document(core: &Core, file: super::input::DocumentFile) -> Result<
         file.read_all(max)
     })
     .await
+}
+
+/// The annotated copy of `pdf` for `summary`, written to the client's descriptor (which is
+/// closed after, so that a pipe's reader sees its end).
+async fn write_annotated(target: AnnotateTarget, pdf: Vec<u8>, summary: &Summary) -> Result<(), String> {
+    let method = summary.method.as_str();
+    if let Some(why) = crate::summarize::annotate::unplaceable(&summary.sentences, method) {
+        return Err(why);
+    }
+    let made_by = format!("seqgptd {}, {method} summary", env!("CARGO_PKG_VERSION"));
+    let (text, sentences) = (summary.text.clone(), summary.sentences.clone());
+    tokio::task::spawn_blocking(move || {
+        let copy = crate::summarize::annotate::annotated_copy(&pdf, &text, &sentences, &made_by).map_err(|e| e.to_string())?;
+        target.write(&copy, WRITE_TIMEOUT)
+    })
+    .await
+    .map_err(|e| e.to_string())?
 }
 
 /// Runs the blocking `read` and waits at most `timeout` for it.

@@ -76,7 +76,8 @@ pub enum Source {
 /// What a job does.
 pub enum Work {
     /// A summary of a document (SummarizeFd, SummarizePath, SummarizeText).
-    Summarize(Source, crate::summarize::SummaryOptions),
+    /// With `annotate_fd`, the annotated copy of the PDF goes there.
+    Summarize(Source, crate::summarize::SummaryOptions, Option<super::annotate_fd::AnnotateTarget>),
     /// SeqGPT classification (ClassifyJob): which of `labels` apply to `text`.
     Classify { text: String, labels: Vec<String> },
     /// SeqGPT span extraction (ExtractJob): the spans of `text` of each kind.

@@ -12,6 +12,7 @@
 //! [`crate::app::run_daemon`] builds the service on the pipeline, owns the name and runs it
 //! until SIGTERM or SIGINT.
 
+pub mod annotate_fd;
 pub mod bus_string;
 pub mod client;
 pub mod core;

@@ -12,6 +12,7 @@
 //! | `detach`   | b       | keep the job when the caller disconnects | false    |
 //! | `max_words`| u       | the most words of the summary (1-100000) | by length|
 //! | `handle_token` | s   | the job's path: `jobs/SENDER/TOKEN` (portal practice) | random |
+//! | `annotate_fd` | h    | write the annotated copy of the PDF here ([`super::annotate_fd`]) | none |
 //!
 //! Unknown keys are ignored and listed in the result's stats (`ignored_options`), so that a
 //! newer client works with an older daemon (the practice of the XDG desktop portals); a known
@@ -22,13 +23,14 @@
 //! number, unknown keys are collected rather than refused, and every error names the key and
 //! quotes at most 40 characters of the client's value, which a derived parser cannot do.
 
+use super::annotate_fd::AnnotateTarget;
 use super::errors::ServiceError;
 use crate::summarize::{Language, Length, MethodChoice, Style, SummaryOptions};
 use std::collections::HashMap;
 use zbus::zvariant::{OwnedValue, Value};
 
 pub const KEYS: &[&str] =
-    &["pages", "length", "language", "style", "password", "method", "no_cache", "detach", "max_words", "handle_token"];
+    &["pages", "length", "language", "style", "password", "method", "no_cache", "detach", "max_words", "handle_token", "annotate_fd"];
 
 /// Unknown keys listed at most, and the characters kept of each: the list goes back to the
 /// client, who chose the keys.
@@ -46,6 +48,8 @@ pub struct RequestOptions {
     pub handle_token: Option<String>,
     /// Keys this daemon does not know, sorted (at most 32, each cut to 64 characters).
     pub ignored: Vec<String>,
+    /// `annotate_fd`: where the annotated copy of the PDF goes.
+    pub annotate_to: Option<AnnotateTarget>,
 }
 
 pub fn parse(options: &HashMap<String, OwnedValue>) -> Result<RequestOptions, ServiceError> {
@@ -114,6 +118,7 @@ pub fn parse(options: &HashMap<String, OwnedValue>) -> Result<RequestOptions, Se
                 }
                 out.handle_token = Some(token.to_string());
             }
+            "annotate_fd" => out.annotate_to = Some(AnnotateTarget::parse(value)?),
             other => {
                 if out.ignored.len() < MAX_IGNORED {
                     out.ignored.push(other.chars().take(MAX_IGNORED_CHARS).collect());
@@ -159,6 +164,9 @@ pub fn encode(options: &RequestOptions) -> HashMap<&'static str, Value<'static>>
     }
     if let Some(t) = &options.handle_token {
         out.insert("handle_token", Value::from(t.clone()));
+    }
+    if let Some(v) = options.annotate_to.as_ref().and_then(AnnotateTarget::as_value) {
+        out.insert("annotate_fd", v);
     }
     out
 }
@@ -237,11 +245,18 @@ mod tests {
             detach: true,
             handle_token: Some("tok_1".into()),
             ignored: vec![],
+            annotate_to: None,
         };
+        let (_r, w) = rustix::pipe::pipe().unwrap();
+        let target = AnnotateTarget::parse(&Value::Fd(zbus::zvariant::Fd::from(w))).unwrap();
+        let with_fd = RequestOptions { annotate_to: Some(target), ..asked.clone() };
         let wire: HashMap<String, OwnedValue> =
-            encode(&asked).into_iter().map(|(k, v)| (k.to_string(), OwnedValue::try_from(v).unwrap())).collect();
+            encode(&with_fd).into_iter().map(|(k, v)| (k.to_string(), OwnedValue::try_from(v).unwrap())).collect();
         assert_eq!(wire.len(), KEYS.len());
-        assert_eq!(parse(&wire).unwrap(), asked);
+        let mut back = parse(&wire).unwrap();
+        // The descriptor comes back as a descriptor of its own (the daemon's copy).
+        assert!(back.annotate_to.take().is_some());
+        assert_eq!(back, asked);
         let some = RequestOptions { summary: SummaryOptions { pages: Some(3..=4), ..Default::default() }, ..Default::default() };
         let wire: HashMap<String, OwnedValue> =
             encode(&some).into_iter().map(|(k, v)| (k.to_string(), OwnedValue::try_from(v).unwrap())).collect();

@@ -53,7 +53,7 @@ impl Summarizer {
 
     /// Starts the job of a checked request for its caller.
     async fn start(&self, conn: &Connection, hdr: &Header<'_>, request: intake::Request) -> Result<OwnedObjectPath, ServiceError> {
-        let work = Work::Summarize(request.source, request.options.summary.clone());
+        let work = Work::Summarize(request.source, request.options.summary.clone(), request.options.annotate_to.clone());
         self.start_work(conn, hdr, work, request.options).await
     }
 
@@ -124,10 +124,12 @@ impl Summarizer {
 impl Summarizer {
     /// Summarize the PDF behind `fd` (a regular file or memfd open for reading; the daemon
     /// reads it from offset 0 and never needs its path). Options (a{sv}): pages ("A-B"),
-    /// length (short|medium|long), max_words (u), language (auto|en|zh), style
+    /// length (short|medium|long), max_words (u), language (auto|en|zh|ja|ko), style
     /// (paragraph|bullets), password, method (auto|model|extractive), no_cache (b), detach
-    /// (b), handle_token (s: the job's path is jobs/SENDER/TOKEN). Unknown keys are ignored
-    /// and listed in the result's stats (ignored_options). Returns the job.
+    /// (b), handle_token (s: the job's path is jobs/SENDER/TOKEN), annotate_fd (h: a pipe or
+    /// file open for writing; the job writes the PDF's annotated copy into it before
+    /// Finished). Unknown keys are ignored and listed in the result's stats
+    /// (ignored_options). Returns the job.
     async fn summarize_fd(
         &self,
         #[zbus(header)] hdr: Header<'_>,

@@ -8,11 +8,12 @@
 //! batch; its events come back as they are) -> a reduce step when there are several -> the
 //! summary. Without a model, or when it fails, the [`rank`]er answers (the `extractive`
 //! method). Every [`Summary`] says which [`Method`] made it. [`cache`] keeps finished
-//! summaries.
+//! summaries; [`annotate`] shows a summary as highlights in a copy of its PDF.
 //!
 //! docs/SUMMARIZE.md describes the design and the template choice.
 
 pub mod ablation;
+pub mod annotate;
 pub mod cache;
 pub mod chunk;
 pub mod clean;

@@ -1,0 +1,273 @@
+//! `seqgpt show` with a real zathura, under Xvfb, on a private session bus with seqgptd: the
+//! cases on the way: zathura with another file (a new
+//! one opens this file), no zathura installed, a summary written by the model (nothing to
+//! highlight: said, and printed). Needs Xvfb, zathura with its PDF plugin, xwd and
+//! ImageMagick's convert (tests/deps.sh installs them): without them the tests fail under CI=1.
+
+#![allow(dead_code)]
+
+#[path = "pdf/builder.rs"]
+mod builder;
+mod common;
+mod dbus_harness;
+
+use builder::Pdf;
+use dbus_harness::{Bus, Daemon};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const ZATHURARC: &str = "set highlight-color \"#ff00ff\"\nset highlight-active-color \"#00c8ff\"\nset highlight-transparency 0.6\n\
+set adjust-open \"best-fit\"\nset window-width 900\nset window-height 1000\nset guioptions \"\"\nset default-bg \"#404040\"\n\
+set dbus-raise-window false\nset database \"null\"\n";
+
+fn have(program: &str) -> bool {
+    let found = seqgpt::reader::launch::on_path(program);
+    assert!(found || std::env::var_os("CI").is_none(), "{program} is missing under CI (tests/deps.sh installs it)");
+    if !found {
+        eprintln!("skipped: {program} is not installed");
+    }
+    found
+}
+
+/// An X server of its own, and the zathuras started on it (killed at the end).
+struct Screen {
+    xvfb: Child,
+    display: String,
+    dir: PathBuf,
+    bus: String,
+}
+
+impl Screen {
+    fn start(bus: &Bus) -> Screen {
+        let n = 200 + std::process::id() % 500;
+        let display = format!(":{n}");
+        let xvfb = Command::new("Xvfb")
+            .args([display.as_str(), "-screen", "0", "1000x1100x24", "-nolisten", "tcp"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start Xvfb");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() {
+            assert!(Instant::now() < deadline, "Xvfb did not start on {display}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let dir = bus.dir.path().join("zathura");
+        std::fs::create_dir_all(dir.join("config")).unwrap();
+        std::fs::write(dir.join("config/zathurarc"), ZATHURARC).unwrap();
+        Screen { xvfb, display, dir, bus: bus.address.clone() }
+    }
+
+    /// A command that runs on this screen and bus, with a home of its own.
+    fn command(&self, program: &str) -> Command {
+        let mut c = common::program(program);
+        c.env("DISPLAY", &self.display)
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.bus)
+            .env("HOME", &self.dir)
+            .env("XDG_CACHE_HOME", self.dir.join("cache"))
+            .env("XDG_DATA_HOME", self.dir.join("data"))
+            .env_remove("WAYLAND_DISPLAY");
+        c
+    }
+
+    fn zathura(&self, file: &Path) -> Child {
+        self.command("zathura").arg("-c").arg(self.dir.join("config")).arg(file).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start zathura")
+    }
+
+    fn show(&self, args: &[&str]) -> std::process::Output {
+        self.command(env!("CARGO_BIN_EXE_seqgpt")).arg("show").arg("--address").arg(&self.bus).args(args).output().unwrap()
+    }
+
+    /// The screen as RGB pixels.
+    fn shot(&self) -> (usize, usize, Vec<u8>) {
+        let xwd = self.command("xwd").args(["-root", "-silent"]).output().unwrap();
+        assert!(xwd.status.success(), "xwd failed");
+        let mut convert = Command::new("convert").args(["xwd:-", "ppm:-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+        use std::io::Write;
+        convert.stdin.take().unwrap().write_all(&xwd.stdout).unwrap();
+        let out = convert.wait_with_output().unwrap();
+        parse_ppm(&out.stdout)
+    }
+
+    /// The zathura instances on the bus.
+    fn instances(&self) -> Vec<seqgpt::reader::zathura::Instance> {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let conn = zbus::connection::Builder::address(self.bus.as_str()).unwrap().build().await.unwrap();
+            seqgpt::reader::zathura::instances(&conn).await.unwrap()
+        })
+    }
+
+    fn page_number(&self, name: &str) -> u32 {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async {
+            let conn = zbus::connection::Builder::address(self.bus.as_str()).unwrap().build().await.unwrap();
+            seqgpt::reader::zathura::page_number(&conn, name).await.unwrap()
+        })
+    }
+
+    fn wait_for(&self, file: &Path) -> seqgpt::reader::zathura::Instance {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(i) = seqgpt::reader::zathura::showing(&self.instances(), file) {
+                return i.clone();
+            }
+            assert!(Instant::now() < deadline, "no zathura showed {} within 30 s", file.display());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Screen {
+    fn drop(&mut self) {
+        for i in self.instances() {
+            let _ = Command::new("kill").arg(i.pid.to_string()).status();
+        }
+        let _ = self.xvfb.kill();
+        let _ = self.xvfb.wait();
+    }
+}
+
+fn parse_ppm(bytes: &[u8]) -> (usize, usize, Vec<u8>) {
+    let mut fields = Vec::new();
+    let mut i = 0;
+    while fields.len() < 4 {
+        while bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if bytes[i] == b'#' {
+            // A comment (convert writes the source's name), to the end of its line.
+            while bytes[i] != b'\n' {
+                i += 1;
+            }
+            continue;
+        }
+        let s = i;
+        while !bytes[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        fields.push(String::from_utf8_lossy(&bytes[s..i]).into_owned());
+    }
+    assert_eq!(fields[0], "P6");
+    (fields[1].parse().unwrap(), fields[2].parse().unwrap(), bytes[i + 1..].to_vec())
+}
+
+fn px(img: &(usize, usize, Vec<u8>), x: usize, y: usize) -> [u8; 3] {
+    let i = 3 * (y * img.0 + x);
+    [img.2[i], img.2[i + 1], img.2[i + 2]]
+}
+
+/// The page on the screen: the bounding box of the white pixels (the page; the background is
+/// grey).
+fn page_on_screen(img: &(usize, usize, Vec<u8>)) -> Option<(usize, usize, usize, usize)> {
+    let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0, 0);
+    for y in 0..img.1 {
+        for x in 0..img.0 {
+            if px(img, x, y) == [255, 255, 255] {
+                x0 = x0.min(x);
+                y0 = y0.min(y);
+                x1 = x1.max(x + 1);
+                y1 = y1.max(y + 1);
+            }
+        }
+    }
+    (x1 > x0 + 100 && y1 > y0 + 100).then_some((x0, y0, x1, y1))
+}
+
+fn prose_page(pdf: &mut Pdf, pages_id: u32, font: u32, topic: &str) -> u32 {
+    let mut c = String::new();
+    let sentences = [
+        format!("The {topic} report explains how the new method reads long documents quickly."),
+        format!("Its results on the {topic} data show a clear gain over the older baseline."),
+        format!("We describe the {topic} setup, the data and the reason for every choice."),
+        format!("In short the {topic} approach is simple, fast and robust on every input."),
+    ];
+    let mut y = 720;
+    for s in sentences.iter().cycle().take(12) {
+        c.push_str(&format!("BT /F1 11 Tf 72 {y} Td ({s}) Tj ET\n"));
+        y -= 16;
+    }
+    let content = pdf.stream("", c.as_bytes());
+    pdf.add(format!("<< /Type /Page /Parent {pages_id} 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 {font} 0 R >> >> /Contents {content} 0 R >>"))
+}
+
+fn document(topics: &[&str]) -> Vec<u8> {
+    let mut pdf = Pdf::new();
+    let font = pdf.add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>");
+    let pages_id = pdf.reserve();
+    let kids: Vec<String> = topics.iter().map(|t| format!("{} 0 R", prose_page(&mut pdf, pages_id, font, t))).collect();
+    pdf.set(pages_id, format!("<< /Type /Pages /Kids [{}] /Count {} >>", kids.join(" "), kids.len()));
+    let root = pdf.add(format!("<< /Type /Catalog /Pages {pages_id} 0 R >>"));
+    pdf.finish(root)
+}
+
+fn ready() -> Option<Bus> {
+    for p in ["Xvfb", "zathura", "xwd", "convert"] {
+        if !have(p) {
+            return None;
+        }
+    }
+    let plugin = Path::new("/usr/lib/x86_64-linux-gnu/zathura/libpdf-poppler.so").exists()
+        || std::fs::read_dir("/usr/lib").ok().into_iter().flatten().flatten().any(|d| d.path().join("zathura/libpdf-poppler.so").exists());
+    assert!(plugin || std::env::var_os("CI").is_none(), "zathura-pdf-poppler is missing under CI (tests/deps.sh installs it)");
+    if !plugin {
+        return None;
+    }
+    Bus::start()
+}
+
+#[test]
+fn another_file_open_means_a_new_zathura_and_missing_zathura_is_said() {
+    let Some(bus) = ready() else { return };
+    let _daemon = Daemon::start(&bus, "", &[]);
+    let screen = Screen::start(&bus);
+    let (a, b) = (screen.dir.join("a.pdf"), screen.dir.join("b.pdf"));
+    std::fs::write(&a, document(&["river"])).unwrap();
+    std::fs::write(&b, document(&["forest"])).unwrap();
+    let _other = screen.zathura(&b);
+    screen.wait_for(&b);
+    let o = screen.show(&[a.to_str().unwrap(), "--zathura-config", screen.dir.join("config").to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("shows another file"), "{err}");
+    let started = screen.wait_for(&a);
+    assert_eq!(screen.instances().len(), 2, "the other file's zathura is left alone");
+    // --no-start with no zathura on the file names what runs instead.
+    let c = screen.dir.join("c.pdf");
+    std::fs::write(&c, document(&["desert"])).unwrap();
+    let o = screen.show(&[c.to_str().unwrap(), "--no-start"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("no zathura shows") && err.contains("b.pdf"), "{err}");
+    // No zathura on this machine.
+    let o = screen.command(env!("CARGO_BIN_EXE_seqgpt")).env("PATH", "/nonexistent").arg("show").arg("--address").arg(&screen.bus).arg(&c).args(["--reader", "zathura"]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("zathura is not installed"), "{err}");
+    let o = screen.command(env!("CARGO_BIN_EXE_seqgpt")).env("PATH", "/nonexistent").arg("show").arg("--address").arg(&screen.bus).arg(&c).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && err.contains("no PDF reader found"), "{err}");
+    let _ = started;
+}
+
+#[test]
+fn a_model_summary_is_printed_with_why_nothing_is_highlighted() {
+    let Some(bus) = ready() else { return };
+    let config = format!(
+        "model = \"{}\"\ndevice = \"cpu\"\n[summarize]\ntemplate = \"short\"\n[summarize.templates.short]\nkind = \"instruction\"\nprompt = \"{{text}}\\n\\nSummary:\"\nmax_new_tokens = [8, 8, 8]\n",
+        dbus_harness::tiny()
+    );
+    let _daemon = Daemon::start(&bus, &config, &[]);
+    let screen = Screen::start(&bus);
+    let file = screen.dir.join("m.pdf");
+    std::fs::write(&file, document(&["river"])).unwrap();
+    let o = screen.show(&[file.to_str().unwrap(), "--method", "model", "--no-start"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("written by the model"), "{err}");
+    assert!(!String::from_utf8_lossy(&o.stdout).trim().is_empty(), "the model's summary is printed");
+    assert!(screen.instances().is_empty(), "no reader is started for a summary with nothing to show");
+    // No daemon at all: said so.
+    drop(_daemon);
+    let o = screen.show(&[file.to_str().unwrap(), "--no-start"]);
+    assert!(!o.status.success());
+}
