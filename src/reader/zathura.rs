@@ -160,6 +160,10 @@ impl Highlights {
     pub fn safe(self, pages: &[PageGeometry]) -> Highlights {
         let fit = |p: u32, (x1, x2, y1, y2): (f64, f64, f64, f64)| -> Option<(f64, f64, f64, f64)> {
             let (w, h) = geometry::page_size(pages.get(p as usize)?);
+            // Before clipping: max and min would turn a NaN into the bound.
+            if ![x1, x2, y1, y2].iter().all(|v| v.is_finite()) {
+                return None;
+            }
             let r = (x1.max(0.0), x2.min(w), y1.max(0.0), y2.min(h));
             (r.0.is_finite() && r.1.is_finite() && r.2.is_finite() && r.3.is_finite() && r.0 < r.1 && r.2 < r.3).then_some(r)
         };
