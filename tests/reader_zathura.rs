@@ -40,19 +40,19 @@ struct Screen {
 
 impl Screen {
     fn start(bus: &Bus) -> Screen {
-        let n = 200 + std::process::id() % 500;
-        let display = format!(":{n}");
-        let xvfb = Command::new("Xvfb")
-            .args([display.as_str(), "-screen", "0", "1000x1100x24", "-nolisten", "tcp"])
-            .stdout(Stdio::null())
+        // Xvfb picks a free display and writes its number to stdout (-displayfd): the tests of
+        // one binary run at once, and a number derived from the pid would be shared by them.
+        let mut xvfb = Command::new("Xvfb")
+            .args(["-displayfd", "1", "-screen", "0", "1000x1100x24", "-nolisten", "tcp"])
+            .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("start Xvfb");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !Path::new(&format!("/tmp/.X11-unix/X{n}")).exists() {
-            assert!(Instant::now() < deadline, "Xvfb did not start on {display}");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let mut line = String::new();
+        use std::io::BufRead;
+        std::io::BufReader::new(xvfb.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let n: u32 = line.trim().parse().unwrap_or_else(|_| panic!("Xvfb did not start: it printed {line:?}"));
+        let display = format!(":{n}");
         let dir = bus.dir.path().join("zathura");
         std::fs::create_dir_all(dir.join("config")).unwrap();
         std::fs::write(dir.join("config/zathurarc"), ZATHURARC).unwrap();
@@ -72,7 +72,9 @@ impl Screen {
     }
 
     fn zathura(&self, file: &Path) -> Child {
-        self.command("zathura").arg("-c").arg(self.dir.join("config")).arg(file).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("start zathura")
+        // Its messages go to a log that a failed wait prints.
+        let log = std::fs::File::create(self.dir.join(format!("zathura-{}.log", file.file_stem().unwrap().to_string_lossy()))).unwrap();
+        self.command("zathura").arg("-c").arg(self.dir.join("config")).arg(file).stdout(Stdio::null()).stderr(log).spawn().expect("start zathura")
     }
 
     fn show(&self, args: &[&str]) -> std::process::Output {
@@ -113,7 +115,15 @@ impl Screen {
             if let Some(i) = seqgpt::reader::zathura::showing(&self.instances(), file) {
                 return i.clone();
             }
-            assert!(Instant::now() < deadline, "no zathura showed {} within 30 s", file.display());
+            if Instant::now() > deadline {
+                let logs: Vec<String> = std::fs::read_dir(&self.dir)
+                    .unwrap()
+                    .flatten()
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".log"))
+                    .map(|e| format!("{}:\n{}", e.path().display(), std::fs::read_to_string(e.path()).unwrap_or_default()))
+                    .collect();
+                panic!("no zathura showed {} within 30 s; zathura said:\n{}", file.display(), logs.join("\n"));
+            }
             std::thread::sleep(Duration::from_millis(200));
         }
     }
