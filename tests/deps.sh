@@ -11,6 +11,9 @@ command -v groff >/dev/null || need+=(groff)
 command -v cc >/dev/null || need+=(build-essential)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 command -v setpriv >/dev/null || need+=(util-linux)
+# The GPU check's dry run packs the CPU build as for the device: strip, then xz.
+command -v strip >/dev/null || need+=(binutils)
+command -v xz >/dev/null || need+=(xz-utils)
 # The GLib client examples run in the tests: the Python one with Debian's own Python and its
 # GObject bindings, the C one built against GLib's development files.
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import gi' 2>/dev/null || need+=(python3-gi)
