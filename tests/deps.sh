@@ -19,6 +19,9 @@ command -v zathura >/dev/null || need+=(zathura)
 ls /usr/lib/*/zathura/libpdf-poppler.so >/dev/null 2>&1 || need+=(zathura-pdf-poppler)
 command -v xwd >/dev/null || need+=(x11-apps)
 [ -x /usr/bin/convert ] || need+=(imagemagick)
+# The GPU check's dry run packs the CPU build as for the device: strip, then xz.
+command -v strip >/dev/null || need+=(binutils)
+command -v xz >/dev/null || need+=(xz-utils)
 # The GLib client examples run in the tests: the Python one with Debian's own Python and its
 # GObject bindings, the C one built against GLib's development files.
 [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import gi' 2>/dev/null || need+=(python3-gi)

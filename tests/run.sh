@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test suite: every crate's tests (unit, integration, fixtures against transformers'
 # goldens, hostile inputs, D-Bus with a private bus), then the layer, unit-file and test-suite
-# checks, and last the count of tests run against the count defined (less the ignored ones
-# that docs/BENCHMARKS.md lists): a test that silently did not run shows there.
+# checks, the GPU check's dry run, and last the count of tests run against the count defined
+# (less the ignored ones that docs/BENCHMARKS.md lists): a test that silently did not run
+# shows there.
 # On a fresh Debian machine run as root: it installs the Debian packages it needs first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,9 @@ for check in tests/ops/check_layers.sh tests/ops/check_units.sh tests/ops/check_
   [ -x "$check" ] || { echo "tests/run.sh: $check is missing or not executable" >&2; exit 1; }
   "$check"
 done
+# The GPU check's dry run: every step the device run takes (unpack, agreement, speed runs,
+# transformers where torch is, the scheduler, the table), on the CPU build, at short lengths.
+tests/gpu/check.sh --dry-run
 # "test result: ok. P passed; F failed; I ignored; ..." per test binary.
 ran=$(awk '/^test result:/ {n += $4 + $6} END {print n + 0}' "$log")
 ignored=$(awk '/^test result:/ {n += $8} END {print n + 0}' "$log")

@@ -1,7 +1,6 @@
 //! `seqgpt info`: the device, its memory, the Jetson model if any, and where each part of a
 //! model would run (the placement plan).
 
-use crate::arch::Tensor;
 use crate::gguf::GgufFile;
 use crate::model::BloomConfig;
 use anyhow::Context;
@@ -27,34 +26,23 @@ pub fn run(args: InfoArgs) -> anyhow::Result<()> {
     if let Some(path) = &args.model {
         let file = GgufFile::open(path).with_context(|| format!("reading {}", path.display()))?;
         let cfg = BloomConfig::from_gguf(&file)?;
-        let place = if device.is_cpu() { "cpu" } else { "gpu" };
-        let embd_name = Tensor::TokenEmbd.weight();
-        let mut gpu_bytes = 0u64;
-        for t in &file.tensors {
-            let here = if t.name == embd_name { "cpu (rows gathered from the mapping)" } else { place };
-            if here == "gpu" {
-                gpu_bytes += t.byte_len;
-            }
-            plan.push(serde_json::json!({"tensor": t.name, "type": t.dtype.name(), "bytes": t.byte_len, "device": here}));
+        let gpu = !device.is_cpu();
+        let placement = crate::model::placement::plan(&file.tensors, gpu);
+        for (t, place) in &placement.tensors {
+            plan.push(serde_json::json!({"tensor": t.name, "type": t.dtype.name(), "bytes": t.byte_len, "device": place.describe()}));
         }
-        if file.tensor(&Tensor::Output.weight()).is_none() {
-            let head = if device.is_cpu() {
-                "cpu (tied: token_embd read in place)".to_string()
-            } else {
-                let embd = file.require(&embd_name)?;
-                let q = if embd.dtype.is_quantized() { embd.dtype.name() } else { "q8_0" };
-                format!("gpu ({q} copy of the tied token_embd)")
-            };
-            plan.push(serde_json::json!({"tensor": "output (tied head)", "device": head}));
+        if let Some(head) = placement.tied_head {
+            plan.push(serde_json::json!({"tensor": "output (tied head)", "device": head.describe()}));
         }
         if !args.json {
             println!(
-                "model: {} layers, hidden {}, {} heads, vocab {}; {:.1} MB of weights on the {place}",
+                "model: {} layers, hidden {}, {} heads, vocab {}; {:.1} MB of weights on the {}",
                 cfg.n_layer,
                 cfg.hidden,
                 cfg.n_head,
                 cfg.vocab,
-                if device.is_cpu() { file.file_len() } else { gpu_bytes } as f64 / 1e6
+                if gpu { placement.gpu_bytes } else { file.file_len() } as f64 / 1e6,
+                if gpu { "gpu" } else { "cpu" }
             );
         }
     }

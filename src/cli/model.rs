@@ -4,7 +4,7 @@
 //! where its parts would run. Exit status 1 when the daemon could not use the file (it would
 //! then summarize extractively).
 
-use crate::arch::{key, Tensor};
+use crate::arch::key;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::gguf::GgufFile;
@@ -118,8 +118,7 @@ fn inspect(args: &CheckArgs, cfg: &Config, device_spec: &str) -> Result<serde_js
     let placement = if device.is_cpu() {
         "everything on the CPU, weights read from the mapped file".to_string()
     } else {
-        let embd = Tensor::TokenEmbd.weight();
-        let on_gpu: u64 = file.tensors.iter().filter(|t| t.name != embd).map(|t| t.byte_len).sum();
+        let on_gpu = crate::model::placement::plan(&file.tensors, true).gpu_bytes;
         format!("token embeddings on the CPU, layers and head on the GPU ({:.1} MB)", on_gpu as f64 / 1e6)
     };
     drop(engine);

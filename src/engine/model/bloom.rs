@@ -6,6 +6,7 @@
 //! f32. The QKV weight is stored [Q; K; V] (llama.cpp's layout), not per-head interleaved.
 
 use super::config::BloomConfig;
+use super::fused::path::{block_path, BlockPath, Step};
 use super::kv_cache::KvCache;
 use super::layers::{LayerNorm, Linear};
 use super::weights::{MappedTensor, WeightLoader};
@@ -182,35 +183,54 @@ impl Bloom {
 
         cache.reserve(t)?;
         cache.push_mask(mask)?;
-        #[cfg(feature = "cuda")]
-        if self.can_fuse(cache, t) {
-            let masks = cache.key_masks();
-            let kpos = Tensor::from_vec(key_positions(&masks), (masks.len(), masks[0].len()), &Device::Cpu)?
-                .to_device(&self.device)?;
-            for (i, block) in self.blocks.iter().enumerate() {
-                x = self.block_forward_fused(block, i, &x, &kpos, cache)?;
+        match self.block_path(cache, t) {
+            #[cfg(feature = "cuda")]
+            BlockPath::CudaFused => {
+                let masks = cache.key_masks();
+                let kpos = Tensor::from_vec(key_positions(&masks), (masks.len(), masks[0].len()), &Device::Cpu)?
+                    .to_device(&self.device)?;
+                for (i, block) in self.blocks.iter().enumerate() {
+                    x = self.block_forward_fused(block, i, &x, &kpos, cache)?;
+                }
+                cache.advance(t);
+                self.head(&x, t, logits)
             }
-            cache.advance(t);
-            return self.head(&x, t, logits);
-        }
-        if self.device.is_cpu() && cache.shared_len() == 0 && self.dtype == DType::F32 {
-            let kpos = key_positions(&cache.key_masks());
-            // Padding positions skip the row-wise work (LayerNorms, matmuls, MLP): only the
-            // attention sees the padded layout, where their keys are masked anyway.
-            let real = RealRows::new(mask);
-            let mut x = real.gather(&x)?;
-            for (i, block) in self.blocks.iter().enumerate() {
-                x = self.block_forward_cpu(block, i, &x, &real, &kpos, cache)?;
+            BlockPath::CpuKernels => {
+                let kpos = key_positions(&cache.key_masks());
+                // Padding positions skip the row-wise work (LayerNorms, matmuls, MLP): only the
+                // attention sees the padded layout, where their keys are masked anyway.
+                let real = RealRows::new(mask);
+                let mut x = real.gather(&x)?;
+                for (i, block) in self.blocks.iter().enumerate() {
+                    x = self.block_forward_cpu(block, i, &x, &real, &kpos, cache)?;
+                }
+                cache.advance(t);
+                self.head(&real.scatter(&x)?, t, logits)
             }
-            cache.advance(t);
-            return self.head(&real.scatter(&x)?, t, logits);
+            // Without the cuda feature no device is CUDA, so the fused path is never chosen.
+            _ => {
+                let bias = self.attention_bias(&cache.key_masks(), cache.len(), t)?;
+                for (i, block) in self.blocks.iter().enumerate() {
+                    x = self.block_forward(block, i, &x, &bias, cache)?;
+                }
+                cache.advance(t);
+                self.head(&x, t, logits)
+            }
         }
-        let bias = self.attention_bias(&cache.key_masks(), cache.len(), t)?;
-        for (i, block) in self.blocks.iter().enumerate() {
-            x = self.block_forward(block, i, &x, &bias, cache)?;
-        }
-        cache.advance(t);
-        self.head(&x, t, logits)
+    }
+
+    /// The path this step's blocks take (`fused::path`), from the cache after the step's
+    /// positions were reserved.
+    fn block_path(&self, cache: &KvCache, t: usize) -> BlockPath {
+        block_path(&Step {
+            on_cpu: self.device.is_cpu(),
+            on_cuda: self.device.is_cuda(),
+            dtype: self.dtype,
+            fused_enabled: super::fused_kernels_enabled(),
+            shared_len: cache.shared_len(),
+            total: cache.len() + t,
+            head_dim: self.cfg.head_dim(),
+        })
     }
 
     /// Final LayerNorm and LM head on the positions `logits` asks for.
@@ -302,24 +322,13 @@ impl Bloom {
         blk.ffn_down.forward(&up)? + h1
     }
 
-    /// The fused CUDA path applies to f16 activations on a GPU, without a shared prefix,
-    /// while the scores of one query fit the kernel's shared memory.
-    #[cfg(feature = "cuda")]
-    fn can_fuse(&self, cache: &KvCache, t: usize) -> bool {
-        self.device.is_cuda()
-            && self.dtype == DType::F16
-            && super::fused_kernels_enabled()
-            && cache.shared_len() == 0
-            && cache.len() + t + self.cfg.head_dim() + 32 <= 12 * 1024
-    }
-
-
     /// One block with the fused kernels: LayerNorm, QKV matmul, K/V appended to the cache
     /// (bias added), attention, output matmul + bias + residual, LayerNorm, up matmul +
     /// bias + GELU, down matmul + bias + residual.
     #[cfg(feature = "cuda")]
     fn block_forward_fused(&self, blk: &Block, layer: usize, x: &Tensor, kpos: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
         use super::cuda::{AttentionOp, BiasGeluOp, BiasResidualOp, KvAppendOp};
+        use super::fused::params::QkvPart;
         use crate::kernels::attention::AttnShape;
         let (b, t, _) = x.dims3()?;
         let missing = || candle_core::Error::Msg("fused path without GPU weights".into());
@@ -335,8 +344,8 @@ impl Bloom {
             past: cache.own_len(),
         };
         let (kc, vc) = cache.layer(layer);
-        kc.inplace_op2(&qkv, &KvAppendOp { dims, part: 1, bias: qkv_bias.clone() })?;
-        vc.inplace_op2(&qkv, &KvAppendOp { dims, part: 2, bias: qkv_bias.clone() })?;
+        kc.inplace_op2(&qkv, &KvAppendOp { dims, part: QkvPart::Key, bias: qkv_bias.clone() })?;
+        vc.inplace_op2(&qkv, &KvAppendOp { dims, part: QkvPart::Value, bias: qkv_bias.clone() })?;
         let slopes = self.device_slopes.clone().ok_or_else(missing)?;
         let scale = 1.0 / (self.cfg.head_dim() as f32).sqrt();
         let attn = AttentionOp { dims, qkv_bias, kpos: kpos.clone(), slopes, scale };

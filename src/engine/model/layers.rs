@@ -3,6 +3,7 @@
 //! On the CPU both run as custom candle ops over the mapped file (no copy of the weights);
 //! on a GPU the weights are uploaded once and candle's own kernels run them.
 
+use super::placement::tied_head_type;
 use super::weights::MappedTensor;
 use crate::kernels::packed::PackedWeight;
 use crate::kernels::{layer_norm_rows, matmul_t, matmul_t_packed};
@@ -62,14 +63,15 @@ impl Linear {
         Ok(Self { weight, bias, device: device_weight, packed: OnceLock::new() })
     }
 
-    /// A GPU head from a tied embedding: dense embeddings are quantized to Q8_0 on the way
-    /// (the head is the largest matrix and decoding reads all of it every token).
+    /// A GPU head from a tied embedding: dense embeddings are quantized on the way
+    /// (`placement::tied_head_type`: the head is the largest matrix and decoding reads all of
+    /// it every token).
     pub fn tied_head(embedding: &MappedTensor, device: &Device, act_dtype: DType) -> Result<Self> {
         if device.is_cpu() || embedding.dtype.is_quantized() {
             return Self::new(embedding.clone(), None, device, act_dtype);
         }
         let dense = Tensor::from_vec(embedding.to_f32_vec(), embedding.shape.as_slice(), &Device::Cpu)?;
-        let q = QTensor::quantize_onto(&dense, GgmlDType::Q8_0, device)?;
+        let q = QTensor::quantize_onto(&dense, candle_type(tied_head_type(embedding.dtype)), device)?;
         let out = embedding.shape[0];
         let b = Tensor::zeros(out, act_dtype, device)?;
         Ok(Self {
@@ -130,8 +132,14 @@ impl Linear {
 
 /// Uploads a mapped weight to `device` as a candle QTensor of the same ggml type.
 pub fn upload(w: &MappedTensor, device: &Device) -> Result<QTensor> {
+    let storage = QStorage::from_data(Cow::Borrowed(w.bytes()), device, candle_type(w.dtype))?;
+    QTensor::new(storage, w.shape.as_slice())
+}
+
+/// candle's name for a ggml type.
+fn candle_type(t: crate::gguf::GgmlType) -> GgmlDType {
     use crate::gguf::GgmlType as G;
-    let dtype = match w.dtype {
+    match t {
         G::F32 => GgmlDType::F32,
         G::F16 => GgmlDType::F16,
         G::BF16 => GgmlDType::BF16,
@@ -141,9 +149,7 @@ pub fn upload(w: &MappedTensor, device: &Device) -> Result<QTensor> {
         G::Q5_1 => GgmlDType::Q5_1,
         G::Q8_0 => GgmlDType::Q8_0,
         G::Q6_K => GgmlDType::Q6K,
-    };
-    let storage = QStorage::from_data(Cow::Borrowed(w.bytes()), device, dtype)?;
-    QTensor::new(storage, w.shape.as_slice())
+    }
 }
 
 struct CpuLinear<'a> {
@@ -203,7 +209,7 @@ impl LayerNorm {
         match &self.device_params {
             None => x.contiguous()?.apply_op1_no_bwd(self),
             #[cfg(feature = "cuda")]
-            Some((g, b)) if x.device().is_cuda() && x.dtype() == DType::F16 && super::fused_kernels_enabled() => {
+            Some((g, b)) if super::fused::path::fused_layer_norm(x.device().is_cuda(), x.dtype(), super::fused_kernels_enabled()) => {
                 x.contiguous()?.apply_op3_no_bwd(g, b, &super::cuda::LayerNormOp { eps: self.eps })
             }
             Some((g, b)) => {

@@ -1,10 +1,14 @@
 //! The fused CUDA kernels of kernels.cu as candle custom ops (f16 activations).
 //!
-//! Each op checks shapes and contiguity on the host and launches one kernel; the CPU side of
-//! each op is never used (the CPU path has its own kernels) and says so.
+//! Each op checks its call through `fused::params` (shapes, integer ranges), takes the
+//! scalar arguments and the launch shape from there, and launches one kernel; this module
+//! only moves device pointers. The CPU side of each op is never used (the CPU path has its
+//! own kernels) and says so.
 
+use super::fused::launch::LaunchShape;
+use super::fused::params::{self, AttentionParams, BiasParams, KvAppendParams, LayerNormParams, ParamError, QkvPart, Scalar};
 use candle_core::backend::BackendStorage;
-use candle_core::cuda_backend::cudarc::driver::{CudaView, LaunchConfig, PinnedHostSlice, PushKernelArg};
+use candle_core::cuda_backend::cudarc::driver::{CudaView, LaunchArgs, LaunchConfig, PinnedHostSlice, PushKernelArg};
 use candle_core::cuda_backend::{CudaDevice, CudaStorage, WrapErr};
 use candle_core::op::BackpropOp;
 use candle_core::{CpuStorage, CustomOp2, CustomOp3, InplaceOp2, Layout, Result, Shape, Storage, Tensor};
@@ -18,6 +22,10 @@ const MODULE: &str = "seqgpt_kernels";
 
 fn cpu_unused(op: &str) -> candle_core::Error {
     candle_core::Error::Msg(format!("{op} is a CUDA kernel; the CPU path does not use it"))
+}
+
+fn refused(e: ParamError) -> candle_core::Error {
+    candle_core::Error::Msg(e.to_string())
 }
 
 fn view<'a>(s: &'a CudaStorage, l: &Layout, what: &str) -> Result<CudaView<'a, f16>> {
@@ -34,10 +42,19 @@ fn view_f32<'a>(s: &'a CudaStorage, l: &Layout, what: &str) -> Result<CudaView<'
     Ok(s.as_cuda_slice::<f32>()?.slice(a..b))
 }
 
-fn elementwise_cfg(total: usize) -> LaunchConfig {
-    let threads = 256u32;
-    let blocks = (total as u32).div_ceil(threads).clamp(1, 65_535);
-    LaunchConfig { grid_dim: (blocks, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 }
+fn config(s: LaunchShape) -> LaunchConfig {
+    LaunchConfig { grid_dim: (s.grid, 1, 1), block_dim: (s.block, 1, 1), shared_mem_bytes: s.shared_mem_bytes }
+}
+
+/// Pushes the scalar arguments after the pointers, in the kernel's declared order.
+fn push_scalars<'a>(args: &mut LaunchArgs<'a>, scalars: &'a [Scalar]) {
+    for s in scalars {
+        match s {
+            Scalar::I32(v) => args.arg(v),
+            Scalar::I64(v) => args.arg(v),
+            Scalar::F32(v) => args.arg(v),
+        };
+    }
 }
 
 /// Runs `f` with the CUDA storage of `t` (an operand passed beside the op's inputs).
@@ -63,16 +80,15 @@ impl CustomOp3 for LayerNormOp {
     }
     fn cuda_fwd(&self, x: &CudaStorage, xl: &Layout, g: &CudaStorage, gl: &Layout, b: &CudaStorage, bl: &Layout) -> Result<(CudaStorage, Shape)> {
         let dev = x.device().clone();
-        let n = *xl.dims().last().unwrap_or(&0);
-        let rows = xl.shape().elem_count() / n.max(1);
+        let p = LayerNormParams::new(xl.dims(), [gl.shape().elem_count(), bl.shape().elem_count()], self.eps).map_err(refused)?;
         let (xv, gv, bv) = (view(x, xl, "layer-norm")?, view(g, gl, "layer-norm")?, view(b, bl, "layer-norm")?);
-        let out = unsafe { dev.alloc::<f16>(rows * n)? };
-        let func = dev.get_or_load_custom_func("sg_layer_norm", MODULE, PTX)?;
+        let out = unsafe { dev.alloc::<f16>(p.rows * p.n)? };
+        let scalars = p.scalars();
+        let func = dev.get_or_load_custom_func(params::LAYER_NORM.name, MODULE, PTX)?;
         let mut args = func.builder();
-        let n_i = n as i32;
-        args.arg(&xv).arg(&gv).arg(&bv).arg(&out).arg(&n_i).arg(&self.eps);
-        let cfg = LaunchConfig { grid_dim: (rows as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-        unsafe { args.launch(cfg) }.w()?;
+        args.arg(&xv).arg(&gv).arg(&bv).arg(&out);
+        push_scalars(&mut args, &scalars);
+        unsafe { args.launch(config(p.launch())) }.w()?;
         Ok((CudaStorage::wrap_cuda_slice(out, dev), xl.shape().clone()))
     }
 }
@@ -89,15 +105,15 @@ impl CustomOp2 for BiasGeluOp {
     }
     fn cuda_fwd(&self, x: &CudaStorage, xl: &Layout, b: &CudaStorage, bl: &Layout) -> Result<(CudaStorage, Shape)> {
         let dev = x.device().clone();
-        let total = xl.shape().elem_count();
-        let n = bl.shape().elem_count() as i32;
+        let p = BiasParams::new(&params::BIAS_GELU, xl.shape().elem_count(), bl.shape().elem_count(), None).map_err(refused)?;
         let (xv, bv) = (view(x, xl, "bias-gelu")?, view(b, bl, "bias-gelu")?);
-        let out = unsafe { dev.alloc::<f16>(total)? };
-        let func = dev.get_or_load_custom_func("sg_bias_gelu", MODULE, PTX)?;
+        let out = unsafe { dev.alloc::<f16>(p.total)? };
+        let scalars = p.scalars();
+        let func = dev.get_or_load_custom_func(params::BIAS_GELU.name, MODULE, PTX)?;
         let mut args = func.builder();
-        let total_l = total as i64;
-        args.arg(&xv).arg(&bv).arg(&out).arg(&total_l).arg(&n);
-        unsafe { args.launch(elementwise_cfg(total)) }.w()?;
+        args.arg(&xv).arg(&bv).arg(&out);
+        push_scalars(&mut args, &scalars);
+        unsafe { args.launch(config(p.launch())) }.w()?;
         Ok((CudaStorage::wrap_cuda_slice(out, dev), xl.shape().clone()))
     }
 }
@@ -114,18 +130,16 @@ impl CustomOp3 for BiasResidualOp {
     }
     fn cuda_fwd(&self, x: &CudaStorage, xl: &Layout, b: &CudaStorage, bl: &Layout, r: &CudaStorage, rl: &Layout) -> Result<(CudaStorage, Shape)> {
         let dev = x.device().clone();
-        let total = xl.shape().elem_count();
-        if rl.shape().elem_count() != total {
-            candle_core::bail!("bias-residual: residual shape {:?} vs {:?}", rl.dims(), xl.dims());
-        }
-        let n = bl.shape().elem_count() as i32;
+        let (total, n) = (xl.shape().elem_count(), bl.shape().elem_count());
+        let p = BiasParams::new(&params::BIAS_RESIDUAL, total, n, Some(rl.shape().elem_count())).map_err(refused)?;
         let (xv, bv, rv) = (view(x, xl, "bias-residual")?, view(b, bl, "bias-residual")?, view(r, rl, "bias-residual")?);
-        let out = unsafe { dev.alloc::<f16>(total)? };
-        let func = dev.get_or_load_custom_func("sg_bias_residual", MODULE, PTX)?;
+        let out = unsafe { dev.alloc::<f16>(p.total)? };
+        let scalars = p.scalars();
+        let func = dev.get_or_load_custom_func(params::BIAS_RESIDUAL.name, MODULE, PTX)?;
         let mut args = func.builder();
-        let total_l = total as i64;
-        args.arg(&xv).arg(&bv).arg(&rv).arg(&out).arg(&total_l).arg(&n);
-        unsafe { args.launch(elementwise_cfg(total)) }.w()?;
+        args.arg(&xv).arg(&bv).arg(&rv).arg(&out);
+        push_scalars(&mut args, &scalars);
+        unsafe { args.launch(config(p.launch())) }.w()?;
         Ok((CudaStorage::wrap_cuda_slice(out, dev), xl.shape().clone()))
     }
 }
@@ -134,7 +148,7 @@ impl CustomOp3 for BiasResidualOp {
 /// `[batch, heads, cap, head_dim]` in place.
 pub struct KvAppendOp {
     pub dims: AttnShape,
-    pub part: i32,
+    pub part: QkvPart,
     pub bias: Tensor,
 }
 
@@ -146,27 +160,22 @@ impl InplaceOp2 for KvAppendOp {
         Err(cpu_unused(self.name()))
     }
     fn cuda_fwd(&self, cache: &mut CudaStorage, cl: &Layout, qkv: &CudaStorage, ql: &Layout) -> Result<()> {
-        let d = self.dims;
-        if cl.dims() != [d.batch, d.heads, d.cap, d.head_dim] || d.past + d.t > d.cap {
-            candle_core::bail!("kv-append: cache {:?} does not fit {d:?}", cl.dims());
-        }
         if cl.start_offset() != 0 || !cl.is_contiguous() {
             candle_core::bail!("kv-append: the cache must be a whole contiguous tensor");
         }
         let dev = qkv.device().clone();
         let qv = view(qkv, ql, "kv-append")?;
         with_cuda(&self.bias, "kv-append bias", |bs, bl| {
+            let p = KvAppendParams::new(self.dims, self.part, cl.dims(), ql.shape().elem_count(), bl.shape().elem_count())
+                .map_err(refused)?;
             let bv = view(bs, bl, "kv-append bias")?;
             let cache_slice = cache.as_cuda_slice_mut::<f16>()?;
-            let func = dev.get_or_load_custom_func("sg_kv_append", MODULE, PTX)?;
+            let scalars = p.scalars();
+            let func = dev.get_or_load_custom_func(params::KV_APPEND.name, MODULE, PTX)?;
             let mut args = func.builder();
-            let p = [d.batch, d.t, d.heads, d.head_dim, d.cap, d.past].map(|v| v as i32);
             args.arg(&qv).arg(&bv).arg(cache_slice);
-            for v in &p {
-                args.arg(v);
-            }
-            args.arg(&self.part);
-            unsafe { args.launch(elementwise_cfg(d.batch * d.t * d.heads * d.head_dim)) }.w()?;
+            push_scalars(&mut args, &scalars);
+            unsafe { args.launch(config(p.launch())) }.w()?;
             Ok(())
         })
     }
@@ -192,12 +201,8 @@ impl CustomOp3 for AttentionOp {
     }
     fn cuda_fwd(&self, qkv: &CudaStorage, ql: &Layout, k: &CudaStorage, kl: &Layout, v: &CudaStorage, vl: &Layout) -> Result<(CudaStorage, Shape)> {
         let d = self.dims;
-        let total = d.past + d.t;
-        for l in [kl, vl] {
-            if l.dims() != [d.batch, d.heads, d.cap, d.head_dim] {
-                candle_core::bail!("attention: cache {:?} does not fit {d:?}", l.dims());
-            }
-        }
+        let (nb, nk, ns) = (self.qkv_bias.elem_count(), self.kpos.elem_count(), self.slopes.elem_count());
+        let p = AttentionParams::new(d, self.scale, [kl.dims(), vl.dims()], ql.shape().elem_count(), nb, nk, ns).map_err(refused)?;
         let dev: CudaDevice = qkv.device().clone();
         let (qv, kv, vv) = (view(qkv, ql, "attention")?, view(k, kl, "attention")?, view(v, vl, "attention")?);
         let out = unsafe { dev.alloc::<f16>(d.batch * d.t * d.heads * d.head_dim)? };
@@ -207,21 +212,12 @@ impl CustomOp3 for AttentionOp {
                     let bv = view(bs, bl, "attention bias")?;
                     let pv = view_f32(ps, pl, "attention kpos")?;
                     let sv = view_f32(ss, sl, "attention slopes")?;
-                    let func = dev.get_or_load_custom_func("sg_attention", MODULE, PTX)?;
+                    let scalars = p.scalars();
+                    let func = dev.get_or_load_custom_func(params::ATTENTION.name, MODULE, PTX)?;
                     let mut args = func.builder();
                     args.arg(&qv).arg(&bv).arg(&kv).arg(&vv).arg(&pv).arg(&sv).arg(&out);
-                    let p = [d.batch, d.t, d.heads, d.head_dim, d.cap, d.past, total].map(|x| x as i32);
-                    for x in &p {
-                        args.arg(x);
-                    }
-                    args.arg(&self.scale);
-                    let smem = ((d.head_dim + total + 32) * 4) as u32;
-                    let cfg = LaunchConfig {
-                        grid_dim: ((d.batch * d.heads * d.t) as u32, 1, 1),
-                        block_dim: (128, 1, 1),
-                        shared_mem_bytes: smem,
-                    };
-                    unsafe { args.launch(cfg) }.w()?;
+                    push_scalars(&mut args, &scalars);
+                    unsafe { args.launch(config(p.launch())) }.w()?;
                     Ok(())
                 })
             })
