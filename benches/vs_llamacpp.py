@@ -10,8 +10,10 @@ noisy machines: the best is the least disturbed). Comparable tests:
   decode:  llama-bench tg64        vs  seqgpt bench --prompt-tokens 1 --gen-tokens 65 (64 decode steps
                                        from an empty context, as tg64 does)
 It also measures seqgpt's batch 8 aggregate decode (prompt 128, 64 tokens) against batch 1,
-open time and RSS right after open. Prints a table of ratios and writes results.json,
-results.md and chart.svg into --out (default benches/results).
+open time and RSS right after open. Prints the CPU and which of seqgpt's CPU kernel families
+ran (`cpu_kernels` of `seqgpt bench --json`: AVX-512 VNNI packed, AVX2 packed, or
+row-at-a-time), a table of ratios, and writes results.json, results.md and chart.svg into --out
+(default benches/results).
 
 The model files are the SeqGPT-560M-shaped random model (tests/fixtures/make_fixtures.py
 bench) converted by seqgpt-quantize; llama.cpp is built by tests/llamacpp/build.sh.
@@ -56,6 +58,34 @@ def seqgpt_bench(seqgpt, model, threads, prompt, gen, batch):
     out = json.loads(sh([seqgpt, "bench", "--model", str(model), "--device", "cpu", "--threads", str(threads),
                          "--prompt-tokens", str(prompt), "--gen-tokens", str(gen), "--batch", batch, "--json"]))
     return out
+
+
+def cpu_model():
+    """The CPU's model name, as /proc/cpuinfo gives it."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith(("model name", "Model", "CPU part")):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def cpu_flags():
+    """The SIMD features that decide which kernels run on either side."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown"
+    flags = set()
+    for line in text.splitlines():
+        if line.startswith(("flags", "Features")):
+            flags |= set(line.split(":", 1)[1].split())
+    want = ["avx2", "fma", "f16c", "avx_vnni", "avx512f", "avx512_vnni", "amx_int8", "asimd", "asimddp"]
+    names = [f for f in want if f in flags]
+    if "avx2" in flags and "avx512f" not in flags:
+        names.append("no AVX-512")
+    return ", ".join(names) or "no SIMD flags listed"
 
 
 def chart(rows, path):
@@ -103,6 +133,8 @@ def main():
     files = ensure_models(types, a.quantize)
     best = {t: {"llama": {"pp512": 0, "tg64": 0}, "seqgpt": {"prefill": 0, "decode": 0, "b1": 0, "b8": 0}} for t in types}
     extra = {}
+    kernels = "unknown"
+    print(f"CPU: {cpu_model()} ({cpu_flags()})", file=sys.stderr)
     for rnd in range(a.rounds):
         for t in types:
             f = files[t]
@@ -122,6 +154,7 @@ def main():
                     b["decode"] = max(b["decode"], dec["runs"][0]["decode_tok_s"])
                     b["b1"] = max(b["b1"], bat["runs"][0]["decode_tok_s"])
                     b["b8"] = max(b["b8"], bat["runs"][1]["decode_tok_s"])
+                    kernels = dec.get("cpu_kernels", kernels)
                     extra[t] = {"open_s": dec["open_s"], "rss_after_open_bytes": dec["rss_after_open_bytes"],
                                 "file_bytes": dec["file_bytes"], "peak_rss_bytes": bat["peak_rss_bytes"]}
             print(f"round {rnd + 1}/{a.rounds} {t}: {json.dumps(best[t])}", file=sys.stderr)
@@ -146,10 +179,11 @@ def main():
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     meta = {"date": time.strftime("%Y-%m-%d %H:%M"), "machine": platform.processor() or platform.machine(),
-            "cpus": os.cpu_count(), "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]), "rows": rows,
+            "cpu_model": cpu_model(), "cpu_flags": cpu_flags(), "seqgpt_cpu_kernels": kernels, "cpus": os.cpu_count(), "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]), "rows": rows,
             "transformers_fp32_cpu": hf}
     (out / "results.json").write_text(json.dumps(meta, indent=1))
-    lines = ["| file | llama.cpp pp512 | seqgpt prefill 512 | ratio | llama.cpp tg64 | seqgpt decode | ratio | b8/b1 | open s | RSS after open / file |",
+    lines = [f"CPU: {meta['cpu_model']} ({meta['cpu_flags']}), {a.threads} threads; seqgpt CPU kernels: {kernels}", "",
+             "| file | llama.cpp pp512 | seqgpt prefill 512 | ratio | llama.cpp tg64 | seqgpt decode | ratio | b8/b1 | open s | RSS after open / file |",
              "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['type']} | {r['llama_pp512']:.1f} | {r['seqgpt_prefill512']:.1f} | {r['prefill_ratio']:.2f}x | "

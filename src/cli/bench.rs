@@ -2,7 +2,8 @@
 //! and peak memory, on synthetic prompts. `--json` prints the contract scripts read:
 //! `{"open_s", "peak_rss_bytes", "runs": [{"batch", "prompt_tokens", "gen_tokens",
 //! "prefill_tok_s", "decode_tok_s", "ttft_s"}]}` (decode_tok_s aggregates the batch), plus
-//! informative fields (`rss_after_open_bytes`, `file_bytes`, `device`, `threads`).
+//! informative fields (`rss_after_open_bytes`, `file_bytes`, `device`, `threads`,
+//! `cpu_kernels`: which CPU matmul kernels this machine runs, e.g. "avx2 packed").
 
 use super::common::{init_threads, ModelArgs};
 use crate::engine::Engine;
@@ -129,18 +130,20 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         "file_bytes": file_bytes,
         "device": crate::device::describe(&device),
         "threads": threads,
+        "cpu_kernels": crate::kernels::packed::kernel_family(),
         "runs": runs,
     });
     if args.json {
         println!("{out}");
     } else {
         eprintln!(
-            "open {:.3} s, RSS after open {:.1} MB (file {:.1} MB), peak RSS {:.1} MB, {} threads",
+            "open {:.3} s, RSS after open {:.1} MB (file {:.1} MB), peak RSS {:.1} MB, {} threads, CPU kernels: {}",
             open_s,
             rss_after_open as f64 / 1e6,
             file_bytes as f64 / 1e6,
             peak_rss_bytes() as f64 / 1e6,
-            threads
+            threads,
+            crate::kernels::packed::kernel_family()
         );
     }
     Ok(())
