@@ -1,7 +1,10 @@
 //! `seqgpt show` with a real zathura, under Xvfb, on a private session bus with seqgptd: the
-//! cases on the way: zathura with another file (a new
-//! one opens this file), no zathura installed, a summary written by the model (nothing to
-//! highlight: said, and printed). Needs Xvfb, zathura with its PDF plugin, xwd and
+//! zathura that has the file open switches to the annotated copy (screenshots before and
+//! after: the highlight colour over the first sentence's box; `--goto`'s page; the same
+//! zathura still running), and the cases on the way: zathura with another file (a new one
+//! opens this file's copy), no zathura installed, a summary written by the model (nothing to
+//! highlight: said, and printed). With SEQGPT_SCREENSHOTS=DIR the screenshots are written
+//! there as PPM (docs/img holds them as PNG). Needs Xvfb, zathura with its PDF plugin, xwd and
 //! ImageMagick's convert (tests/deps.sh installs them): without them the tests fail under CI=1.
 
 #![allow(dead_code)]
@@ -75,6 +78,11 @@ impl Screen {
         // Its messages go to a log that a failed wait prints.
         let log = std::fs::File::create(self.dir.join(format!("zathura-{}.log", file.file_stem().unwrap().to_string_lossy()))).unwrap();
         self.command("zathura").arg("-c").arg(self.dir.join("config")).arg(file).stdout(Stdio::null()).stderr(log).spawn().expect("start zathura")
+    }
+
+    /// Where `seqgpt show` puts the annotated copy of `file` (this screen's cache).
+    fn copy_of(&self, file: &Path) -> PathBuf {
+        self.dir.join("cache/seqgpt/annotated").join(format!("{}.annotated.pdf", file.file_stem().unwrap().to_string_lossy()))
     }
 
     fn show(&self, args: &[&str]) -> std::process::Output {
@@ -241,7 +249,7 @@ fn another_file_open_means_a_new_zathura_and_missing_zathura_is_said() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(o.status.success(), "{err}");
     assert!(err.contains("shows another file"), "{err}");
-    let started = screen.wait_for(&a);
+    let started = screen.wait_for(&screen.copy_of(&a));
     assert_eq!(screen.instances().len(), 2, "the other file's zathura is left alone");
     // --no-start with no zathura on the file names what runs instead.
     let c = screen.dir.join("c.pdf");
@@ -257,6 +265,107 @@ fn another_file_open_means_a_new_zathura_and_missing_zathura_is_said() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("no PDF reader found"), "{err}");
     let _ = started;
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// The share of the non-dark pixels inside `r` (left, top, right, bottom) that have the
+/// highlight's colour (text pixels, dark under a multiply blend, left out).
+fn highlighted_share(img: &(usize, usize, Vec<u8>), r: [usize; 4]) -> f64 {
+    let [hr, hg, hb] = seqgpt::reader::annotated::HIGHLIGHT_RGB.map(|c| (c * 255.0) as i32);
+    let (mut light, mut coloured) = (0usize, 0usize);
+    for y in r[1]..r[3] {
+        for x in r[0]..r[2] {
+            let [pr, pg, pb] = px(img, x, y).map(i32::from);
+            if pr + pg + pb < 300 {
+                continue;
+            }
+            light += 1;
+            if (pr - hr).abs() < 40 && (pg - hg).abs() < 40 && (pb - hb).abs() < 60 {
+                coloured += 1;
+            }
+        }
+    }
+    assert!(light > 20, "the box {r:?} holds no light pixels: it lies off the page");
+    coloured as f64 / light as f64
+}
+
+fn save(img: &(usize, usize, Vec<u8>), name: &str) {
+    if let Some(dir) = std::env::var_os("SEQGPT_SCREENSHOTS") {
+        let mut out = format!("P6\n{} {}\n255\n", img.0, img.1).into_bytes();
+        out.extend_from_slice(&img.2);
+        std::fs::write(Path::new(&dir).join(name), out).unwrap();
+    }
+}
+
+#[test]
+fn the_zathura_that_has_the_file_open_shows_the_highlights_and_goes_to_a_sentence() {
+    let Some(bus) = ready() else { return };
+    let _daemon = Daemon::start(&bus, "", &[]);
+    let screen = Screen::start(&bus);
+    let file = screen.dir.join("report.pdf");
+    std::fs::write(&file, document(&["river", "forest", "harbour"])).unwrap();
+    let mut reader = screen.zathura(&file);
+    let pid = screen.wait_for(&file).pid;
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = screen.shot();
+    save(&before, "zathura-before.ppm");
+    // The summary's sentences, with their boxes, as the daemon gives them.
+    let o = screen.command(env!("CARGO_BIN_EXE_seqgpt")).args(["summarize", "--address", &screen.bus, "--json"]).arg(&file).output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let sentences = summary["sentences"].as_array().expect("sentences").clone();
+    assert!(sentences.len() >= 2, "an extractive summary of three pages has sentences: {summary}");
+    let o = screen.show(&[file.to_str().unwrap()]);
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{err}");
+    assert!(out.contains(&format!("zathura (PID {pid}) shows")), "the open zathura is used: {out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit())).count(), sentences.len(), "sentences printed numbered: {out}");
+    let shown = screen.wait_for(&screen.copy_of(&file));
+    assert_eq!(shown.pid, pid, "the same zathura shows the copy");
+    std::thread::sleep(Duration::from_millis(1500));
+    let after = screen.shot();
+    save(&after, "zathura-after.ppm");
+    // Sentence 1's first box on the screen: the page is the white area, scaled from points.
+    let first = &sentences[0];
+    let page = first["page"].as_u64().unwrap() as u32;
+    let geometry = seqgpt::pdf::page_geometry(&std::fs::read(&file).unwrap(), None, &Default::default()).unwrap();
+    let g = &geometry[page as usize - 1];
+    let b: Vec<f32> = first["boxes"][0].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect();
+    let [l, t, r, bt] = seqgpt::reader::geometry::to_page([b[0], b[1], b[2], b[3]], g);
+    let (x0, y0, x1, _) = page_on_screen(&after).expect("a page on the screen");
+    let scale = (x1 - x0) as f64 / seqgpt::reader::geometry::page_size(g).0;
+    let rect = [x0 + (l * scale) as usize + 2, y0 + (t * scale) as usize + 2, x0 + (r * scale) as usize - 2, y0 + (bt * scale) as usize - 2];
+    assert_eq!(screen.page_number(&shown.name) + 1, page, "at sentence 1's page");
+    let (was, is) = (highlighted_share(&before, rect), highlighted_share(&after, rect));
+    assert!(was < 0.05, "before: {was:.3} of the box already highlight-coloured");
+    assert!(is > 0.8, "after: only {is:.3} of sentence 1's box is highlight-coloured");
+    // --goto N: the page of the last sentence, in the same zathura.
+    let n = sentences.len();
+    let target = sentences[n - 1]["page"].as_u64().unwrap() as u32;
+    // Away from that page first, so that arriving there is --goto's doing.
+    let away = if target == 3 { 0 } else { 2 };
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    rt.block_on(async {
+        let conn = zbus::connection::Builder::address(screen.bus.as_str()).unwrap().build().await.unwrap();
+        seqgpt::reader::zathura::goto(&conn, &shown.name, away).await.unwrap();
+    });
+    assert_eq!(screen.page_number(&shown.name), away);
+    let o = screen.show(&[file.to_str().unwrap(), "--goto", &n.to_string()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while screen.page_number(&shown.name) + 1 != target {
+        assert!(Instant::now() < deadline, "zathura is at page {}, not {target} after --goto {n}", screen.page_number(&shown.name) + 1);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let goto = screen.shot();
+    save(&goto, "zathura-goto.ppm");
+    assert!(page_on_screen(&goto).is_some(), "a page is drawn after --goto");
+    assert!(reader.try_wait().unwrap().is_none() && alive(pid), "zathura is still running");
+    assert_eq!(screen.instances().len(), 1, "no second zathura");
 }
 
 #[test]

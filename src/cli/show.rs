@@ -1,15 +1,16 @@
 //! `seqgpt show FILE.pdf`: the summary in the reader, where its sentences stand. The summary
 //! comes as `seqgpt summarize` gets it (the daemon, or this process with --local); its
 //! sentences are printed numbered, and:
-//! - zathura (the one that shows FILE, else a new one) highlights them live over its D-Bus
-//!   interface, at sentence 1 or the one `--goto N` names;
-//! - Okular and Evince open an annotated copy (highlights written into the PDF) at that
-//!   sentence's page.
+//! - an annotated copy of FILE (a highlight on each sentence, a note with the summary) is
+//!   written, by default into the user's cache;
+//! - zathura (the one that shows FILE or its copy, else a new one) is told over its D-Bus
+//!   interface to show the copy at the page of sentence 1 or of the one `--goto N` names;
+//! - Okular and Evince open the copy at that page.
 
 use super::remote::RemoteArgs;
 use super::summarize::{self, Outcome, SummarizeArgs};
 use crate::reader::launch::{self, Reader};
-use crate::reader::zathura::{self, Highlights};
+use crate::reader::zathura;
 use crate::summarize::{Language, Length, MethodChoice, Style};
 use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
@@ -19,23 +20,22 @@ use std::time::Duration;
 pub struct ShowArgs {
     /// The PDF.
     pub file: PathBuf,
-    /// Go to summary sentence N (from 1) and make it the active highlight.
+    /// Go to the page of summary sentence N (from 1).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub goto: Option<u32>,
     /// The reader: auto (a zathura that shows the file, else the first installed of zathura,
     /// okular, evince), or one of them.
     #[arg(long, value_enum)]
     pub reader: Option<Reader>,
-    /// Where the annotated copy goes for Okular and Evince (default: the user's cache,
-    /// ~/.cache/seqgpt/annotated/).
+    /// Where the annotated copy goes (default: the user's cache, ~/.cache/seqgpt/annotated/).
     #[arg(long, value_name = "OUT.pdf")]
     pub annotate: Option<PathBuf>,
     /// A zathura configuration folder (its zathurarc sets the highlight colours) for a zathura
     /// this command starts.
     #[arg(long, value_name = "DIR")]
     pub zathura_config: Option<PathBuf>,
-    /// Print the sentences and drive the reader, but start none: fail when no zathura shows
-    /// the file.
+    /// Print the sentences and write the copy, but start no reader: a zathura that shows the
+    /// file is still told to show the copy; fail when zathura is asked for and none shows it.
     #[arg(long)]
     pub no_start: bool,
     /// Summarize in this process instead of asking the daemon.
@@ -154,12 +154,12 @@ async fn show(args: &ShowArgs, sargs: &SummarizeArgs, o: &Outcome, pages: &[crat
         })?,
     };
     let target_page = o.sentences[current].page;
+    let out = match &args.annotate {
+        Some(p) => p.clone(),
+        None => default_copy_path(&args.file)?,
+    };
+    summarize::write_annotated(&args.file, &out, o, &summarize::made_by(o, sargs))?;
     if reader != Reader::Zathura {
-        let out = match &args.annotate {
-            Some(p) => p.clone(),
-            None => default_copy_path(&args.file)?,
-        };
-        summarize::write_annotated(&args.file, &out, o, &summarize::made_by(o, sargs))?;
         if args.no_start {
             println!("annotated copy: {}", out.display());
             return Ok(());
@@ -169,12 +169,18 @@ async fn show(args: &ShowArgs, sargs: &SummarizeArgs, o: &Outcome, pages: &[crat
         return Ok(());
     }
     let conn = session.map_err(|e| anyhow::anyhow!("zathura is reached over the session bus, and there is none here ({e}); DBUS_SESSION_BUS_ADDRESS is not set?"))?;
-    let instance = match zathura::showing(&running, &args.file) {
-        Some(i) => i.clone(),
+    // The zathura that shows the file, or the copy from an earlier run: it switches to the
+    // new copy in place.
+    let shown = zathura::showing(&running, &args.file).or_else(|| zathura::showing(&running, &out));
+    let instance = match shown {
+        Some(i) => {
+            zathura::open(&conn, &i.name, &out, target_page.saturating_sub(1), Duration::from_secs(30)).await?;
+            i.clone()
+        }
         None if args.no_start => {
             let others: Vec<String> = running.iter().filter_map(|i| i.file.as_ref().map(|f| format!("{} (PID {})", f.display(), i.pid))).collect();
             if others.is_empty() {
-                bail!("no zathura shows {} (--no-start)", args.file.display());
+                bail!("no zathura shows {} (--no-start); the annotated copy is {}", args.file.display(), out.display());
             }
             bail!("no zathura shows {}; the running ones show {} (--no-start)", args.file.display(), others.join(", "));
         }
@@ -187,28 +193,21 @@ async fn show(args: &ShowArgs, sargs: &SummarizeArgs, o: &Outcome, pages: &[crat
                     args.file.display()
                 );
             }
-            zathura::start(&conn, &args.file, args.zathura_config.as_deref(), Duration::from_secs(30)).await?
+            zathura::start(&conn, &out, args.zathura_config.as_deref(), Duration::from_secs(30)).await?
         }
     };
     let count = zathura::page_count(&conn, &instance.name).await?;
     if count as usize != pages.len() {
-        bail!("zathura (PID {}) counts {count} pages in {}, this summary {}: is the file being rewritten?", instance.pid, args.file.display(), pages.len());
+        bail!("zathura (PID {}) counts {count} pages in {}, this summary {}: is the file being rewritten?", instance.pid, out.display(), pages.len());
     }
-    let h = Highlights::of(&o.sentences, pages, current);
-    if h.rects.is_empty() && h.secondary.is_empty() {
-        bail!("none of the summary's boxes lies on a page of {}", args.file.display());
-    }
-    zathura::highlight(&conn, &instance.name, &h).await?;
-    if args.goto.is_some() {
-        zathura::goto(&conn, &instance.name, h.page).await?;
-    }
+    // OpenDocument's page and a fresh zathura's first page both need the move made sure.
+    zathura::goto(&conn, &instance.name, target_page.saturating_sub(1)).await?;
     println!(
-        "zathura (PID {}) shows {}: {} sentences highlighted, at sentence {} (page {})",
+        "zathura (PID {}) shows {} ({} sentences highlighted), at sentence {} (page {target_page})",
         instance.pid,
-        args.file.display(),
+        out.display(),
         o.sentences.iter().filter(|a| !a.boxes.is_empty()).count(),
         current + 1,
-        h.page + 1
     );
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! A box in PDF user space (points, y up, as the summary's anchors give them) in the page
 //! coordinates readers draw in: points from the top left corner of the page as it is shown,
-//! that is of its visible area (CropBox) turned by its /Rotate. zathura's HighlightRects and
-//! poppler's rendering (pdftoppm) use these.
+//! that is of its visible area (CropBox) turned by its /Rotate, as poppler renders it (zathura,
+//! Evince, pdftoppm): where a sentence lands on a reader's screen.
 
 use crate::pdf::PageGeometry;
 

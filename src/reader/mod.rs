@@ -6,7 +6,8 @@
 //! - [`geometry`]: a sentence's boxes (PDF user space, y up) in a reader's page coordinates
 //!   (origin at the top left of the page as shown: crop box and rotation applied);
 //! - [`zathura`]: zathura over its D-Bus interface (find the instance that has a file open,
-//!   start one, highlight, go to a page), with the limits that keep the reader safe;
+//!   start one, make it show the annotated copy, go to a page; never its HighlightRects,
+//!   which can crash it);
 //! - [`launch`]: the readers found on this machine, and opening a file in one at a page.
 
 pub mod annotated;

@@ -70,11 +70,11 @@ complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l explain -d '
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l system -d 'Ask the daemon on the system bus (the default when it is installed and this user may call it)'
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -l session -d 'Ask the user\'s own daemon on the session bus, even where a system service runs'
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand summarize" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l goto -d 'Go to summary sentence N (from 1) and make it the active highlight' -r
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l goto -d 'Go to the page of summary sentence N (from 1)' -r
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l reader -d 'The reader: auto (a zathura that shows the file, else the first installed of zathura, okular, evince), or one of them' -r -f -a "zathura\t''
 okular\t''
 evince\t''"
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l annotate -d 'Where the annotated copy goes for Okular and Evince (default: the user\'s cache, ~/.cache/seqgpt/annotated/)' -r -F
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l annotate -d 'Where the annotated copy goes (default: the user\'s cache, ~/.cache/seqgpt/annotated/)' -r -F
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l zathura-config -d 'A zathura configuration folder (its zathurarc sets the highlight colours) for a zathura this command starts' -r -F
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l pages -d 'Pages to summarize: N or A-B (1-based)' -r
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l password-file -d 'Read the PDF\'s password from FILE ("-": standard input), its first line' -r -F
@@ -91,7 +91,7 @@ model\t'The model; `ModelUnavailable` when none is loaded'
 extractive\t'The extractive ranker, even when a model is loaded (fast)'"
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l address -d 'Ask the daemon on this D-Bus address (unix:path=...)' -r
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l timeout -d 'Give up on the summary after this many seconds (0: wait as long as it takes)' -r
-complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l no-start -d 'Print the sentences and drive the reader, but start none: fail when no zathura shows the file'
+complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l no-start -d 'Print the sentences and write the copy, but start no reader: a zathura that shows the file is still told to show the copy; fail when zathura is asked for and none shows it'
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l local -d 'Summarize in this process instead of asking the daemon'
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l system -d 'Ask the daemon on the system bus (the default when it is installed and this user may call it)'
 complete -c seqgpt -n "__fish_seqgpt_using_subcommand show" -l session -d 'Ask the user\'s own daemon on the session bus, even where a system service runs'
