@@ -6,9 +6,13 @@
 
 #[path = "pdf/builder.rs"]
 mod builder;
+#[path = "pdf/ppm.rs"]
+#[allow(dead_code)]
+mod ppm;
 mod common;
 
 use builder::Pdf;
+use ppm::Image;
 use seqgpt::pdf::{AnnotateError, Annotations, Highlight, PageGeometry};
 use seqgpt::reader::geometry;
 use std::path::{Path, PathBuf};
@@ -83,19 +87,6 @@ fn sample() -> Vec<u8> {
     pdf.finish(root)
 }
 
-struct Image {
-    w: usize,
-    h: usize,
-    rgb: Vec<u8>,
-}
-
-impl Image {
-    fn at(&self, x: usize, y: usize) -> [u8; 3] {
-        let i = 3 * (y * self.w + x);
-        [self.rgb[i], self.rgb[i + 1], self.rgb[i + 2]]
-    }
-}
-
 /// Page `n` of `pdf` as poppler draws it (annotations included), its crop box as readers show
 /// it (pdftoppm draws the media box unless told).
 fn render(pdf: &Path, n: u32, dir: &Path) -> Image {
@@ -107,30 +98,7 @@ fn render(pdf: &Path, n: u32, dir: &Path) -> Image {
         .status()
         .unwrap();
     assert!(st.success(), "pdftoppm failed on {}", pdf.display());
-    let bytes = std::fs::read(stem.with_extension("ppm")).unwrap();
-    // P6, width, height, 255, one whitespace byte, then the pixels.
-    let mut fields = Vec::new();
-    let mut i = 0;
-    while fields.len() < 4 {
-        while bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if bytes[i] == b'#' {
-            // A comment (convert writes the source's name), to the end of its line.
-            while bytes[i] != b'\n' {
-                i += 1;
-            }
-            continue;
-        }
-        let s = i;
-        while !bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        fields.push(String::from_utf8_lossy(&bytes[s..i]).into_owned());
-    }
-    assert_eq!(fields[0], "P6");
-    let (w, h) = (fields[1].parse().unwrap(), fields[2].parse().unwrap());
-    Image { w, h, rgb: bytes[i + 1..].to_vec() }
+    Image::parse(&std::fs::read(stem.with_extension("ppm")).unwrap())
 }
 
 fn is_highlight(p: [u8; 3]) -> bool {

@@ -11,10 +11,13 @@
 
 #[path = "pdf/builder.rs"]
 mod builder;
+#[path = "pdf/ppm.rs"]
+mod ppm;
 mod common;
 mod dbus_harness;
 
 use builder::Pdf;
+use ppm::Image;
 use dbus_harness::{Bus, Daemon};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -90,14 +93,14 @@ impl Screen {
     }
 
     /// The screen as RGB pixels.
-    fn shot(&self) -> (usize, usize, Vec<u8>) {
+    fn shot(&self) -> Image {
         let xwd = self.command("xwd").args(["-root", "-silent"]).output().unwrap();
         assert!(xwd.status.success(), "xwd failed");
         let mut convert = Command::new("convert").args(["xwd:-", "ppm:-"]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
         use std::io::Write;
         convert.stdin.take().unwrap().write_all(&xwd.stdout).unwrap();
         let out = convert.wait_with_output().unwrap();
-        parse_ppm(&out.stdout)
+        Image::parse(&out.stdout)
     }
 
     /// The zathura instances on the bus.
@@ -147,42 +150,13 @@ impl Drop for Screen {
     }
 }
 
-fn parse_ppm(bytes: &[u8]) -> (usize, usize, Vec<u8>) {
-    let mut fields = Vec::new();
-    let mut i = 0;
-    while fields.len() < 4 {
-        while bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if bytes[i] == b'#' {
-            // A comment (convert writes the source's name), to the end of its line.
-            while bytes[i] != b'\n' {
-                i += 1;
-            }
-            continue;
-        }
-        let s = i;
-        while !bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        fields.push(String::from_utf8_lossy(&bytes[s..i]).into_owned());
-    }
-    assert_eq!(fields[0], "P6");
-    (fields[1].parse().unwrap(), fields[2].parse().unwrap(), bytes[i + 1..].to_vec())
-}
-
-fn px(img: &(usize, usize, Vec<u8>), x: usize, y: usize) -> [u8; 3] {
-    let i = 3 * (y * img.0 + x);
-    [img.2[i], img.2[i + 1], img.2[i + 2]]
-}
-
 /// The page on the screen: the bounding box of the white pixels (the page; the background is
 /// grey).
-fn page_on_screen(img: &(usize, usize, Vec<u8>)) -> Option<(usize, usize, usize, usize)> {
+fn page_on_screen(img: &Image) -> Option<(usize, usize, usize, usize)> {
     let (mut x0, mut y0, mut x1, mut y1) = (usize::MAX, usize::MAX, 0, 0);
-    for y in 0..img.1 {
-        for x in 0..img.0 {
-            if px(img, x, y) == [255, 255, 255] {
+    for y in 0..img.h {
+        for x in 0..img.w {
+            if img.at(x, y) == [255, 255, 255] {
                 x0 = x0.min(x);
                 y0 = y0.min(y);
                 x1 = x1.max(x + 1);
@@ -273,12 +247,12 @@ fn alive(pid: u32) -> bool {
 
 /// The share of the non-dark pixels inside `r` (left, top, right, bottom) that have the
 /// highlight's colour (text pixels, dark under a multiply blend, left out).
-fn highlighted_share(img: &(usize, usize, Vec<u8>), r: [usize; 4]) -> f64 {
+fn highlighted_share(img: &Image, r: [usize; 4]) -> f64 {
     let [hr, hg, hb] = seqgpt::reader::annotated::HIGHLIGHT_RGB.map(|c| (c * 255.0) as i32);
     let (mut light, mut coloured) = (0usize, 0usize);
     for y in r[1]..r[3] {
         for x in r[0]..r[2] {
-            let [pr, pg, pb] = px(img, x, y).map(i32::from);
+            let [pr, pg, pb] = img.at(x, y).map(i32::from);
             if pr + pg + pb < 300 {
                 continue;
             }
@@ -292,11 +266,9 @@ fn highlighted_share(img: &(usize, usize, Vec<u8>), r: [usize; 4]) -> f64 {
     coloured as f64 / light as f64
 }
 
-fn save(img: &(usize, usize, Vec<u8>), name: &str) {
+fn save(img: &Image, name: &str) {
     if let Some(dir) = std::env::var_os("SEQGPT_SCREENSHOTS") {
-        let mut out = format!("P6\n{} {}\n255\n", img.0, img.1).into_bytes();
-        out.extend_from_slice(&img.2);
-        std::fs::write(Path::new(&dir).join(name), out).unwrap();
+        std::fs::write(Path::new(&dir).join(name), img.to_ppm()).unwrap();
     }
 }
 
