@@ -215,3 +215,23 @@ async fn a_double_spaced_page_keeps_its_paragraphs_whole() {
         );
     }
 }
+
+#[test]
+fn a_page_of_contents_entries_reads_each_entry_with_its_page_number() {
+    // A contents page alone: evenly spaced entries (a wider pitch than the 1.6 font sizes that
+    // join lines anywhere), each with its page number far to the right. The entries are the
+    // page's longest lines, yet no running text: they must not stack into one block read
+    // before the column of numbers.
+    let entries = ["1 Introduction", "2 Package Options", "3 Provided Macros", "4 Using the Fonts", "5 Known Problems", "6 Getting Started", "7 Thanks to Others"];
+    let mut page = vec![("B", 14.0, 72.0, 740.0, "Contents")];
+    for (i, t) in entries.iter().enumerate() {
+        let y = 700.0 - 20.0 * i as f32;
+        page.push(("R", 10.0, 72.0, y, *t));
+        page.push(("R", 10.0, 400.0, y, ["3", "5", "8", "12", "15", "17", "20"][i]));
+    }
+    let text = seqgpt::pdf::extract_text(&pdf(&[page]), &seqgpt::pdf::ExtractOptions::default()).unwrap().pages[0].text.clone();
+    let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("{needle:?} missing:\n{text}"));
+    for (i, t) in entries.iter().enumerate().skip(1) {
+        assert!(at(entries[i - 1]) < at(["3", "5", "8", "12", "15", "17", "20"][i - 1]) && at(["3", "5", "8", "12", "15", "17", "20"][i - 1]) < at(t), "entry and number out of order:\n{text}");
+    }
+}

@@ -370,14 +370,14 @@ fn line_text(seg: &Segment, glyphs: &[Glyph], text: &str) -> (String, Vec<(u32, 
     (s, placed)
 }
 
-/// The page's line pitch, in font sizes: the most common distance from a line of text (at
-/// least `wide` long) to the next one below it (overlapping it, in a similar size), in steps
+/// The page's line pitch, in font sizes: the most common distance from a line of running text
+/// (`running`) to the next one below it (overlapping it, in a similar size), in steps
 /// of 0.1; `None` on a page with too
 /// few such pairs to tell. 1.2 is single spacing; a double-spaced thesis has about 2.4.
-fn line_pitch(segs: &[Segment], wide: f32) -> Option<f32> {
+fn line_pitch(segs: &[Segment], running: impl Fn(&Segment) -> bool) -> Option<f32> {
     let mut hist = [0usize; 41];
     let mut pairs = 0usize;
-    for (i, a) in segs.iter().enumerate().filter(|(_, a)| a.p1 - a.p0 >= wide) {
+    for (i, a) in segs.iter().enumerate().filter(|(_, a)| running(a)) {
         // The nearest segment below `a` among the next few (they are sorted by `s`).
         let next = segs[i + 1..].iter().take(12).filter(|b| {
             let dy = b.s - a.s;
@@ -398,10 +398,17 @@ fn line_pitch(segs: &[Segment], wide: f32) -> Option<f32> {
 /// still ends it. The wider reach applies below lines of running text only.
 fn blocks(mut segs: Vec<Segment>) -> Vec<Block> {
     segs.sort_by(|a, b| a.s.total_cmp(&b.s).then(a.p0.total_cmp(&b.p0)));
-    // Lines of running text: at least 60% of the page's longest (not table cells, contents
-    // columns or labels, which keep the fixed reach).
+    // Lines of running text: at least 60% of the page's longest, on a line whose every segment
+    // is that long (columns side by side are; a contents entry beside its page number, a table
+    // row or a label are not, and keep the fixed reach: on a page of contents entries alone,
+    // the entries are the longest lines).
     let wide = 0.6 * segs.iter().map(|s| s.p1 - s.p0).fold(0.0f32, f32::max);
-    let reach = line_pitch(&segs, wide).map_or(1.6, |p| (p * 1.12).clamp(1.6, 3.5));
+    let mut short_lines = std::collections::HashSet::new();
+    for seg in segs.iter().filter(|s| s.p1 - s.p0 < wide) {
+        short_lines.insert(seg.line);
+    }
+    let running = |seg: &Segment| seg.p1 - seg.p0 >= wide && !short_lines.contains(&seg.line);
+    let reach = line_pitch(&segs, running).map_or(1.6, |p| (p * 1.12).clamp(1.6, 3.5));
     let max_size = segs.iter().map(|s| s.size).fold(0.0f32, f32::max);
     let mut blocks: Vec<Block> = Vec::new();
     // Blocks that may still take a line: the most recent ones whose last line is near enough.
@@ -414,7 +421,7 @@ fn blocks(mut segs: Vec<Segment>) -> Vec<Block> {
             let Some(last) = b.lines.last() else { continue };
             let dy = seg.s - last.s;
             let size = seg.size.max(last.size);
-            let reach = if last.p1 - last.p0 >= wide { reach } else { 1.6 };
+            let reach = if running(last) { reach } else { 1.6 };
             if dy <= 0.3 * size || dy > reach * size {
                 continue;
             }
