@@ -29,7 +29,7 @@ use super::document::{Anchor, Document, SectionKind};
 use super::document::BlockKind;
 use super::scorer::{FeatureVec, Scorer};
 use super::structure::prose_share;
-use super::text::{balanced, is_cjk, is_cjk_letter, split_sentences, terms};
+use super::text::{balanced, double_quotes_paired, is_cjk, is_cjk_letter, split_sentences, terms};
 use super::{Cancel, Length, Style, SummaryError};
 use std::collections::HashMap;
 use std::ops::Range;
@@ -735,8 +735,9 @@ fn readable(text: &str, words: usize, lower_ok: bool) -> bool {
         && !tail
         && (first.is_uppercase() || is_cjk(first) || first.is_ascii_digit() || "\"“‘(".contains(first) || (lower_ok && first.is_lowercase()))
         && prose_share(text) >= 0.75
-        // Brackets balanced, asked of CJK sentences only: Latin text writes "a)" and "1)" enumerations.
-        && (!cjk || balanced(text))
+        // Brackets balanced, asked of CJK sentences only: Latin text writes "a)" and "1)"
+        // enumerations; its curly double quotes pair up.
+        && (if cjk { balanced(text) } else { double_quotes_paired(text) })
 }
 
 /// A CJK sentence that introduces what follows it: a command, a list, a listing ("通过下列命令

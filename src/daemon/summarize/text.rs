@@ -146,6 +146,23 @@ pub fn balanced(text: &str) -> bool {
     stack.is_empty()
 }
 
+/// Whether the curly double quotes of `text` pair up (“ before each ”). Asked of Latin
+/// sentences, which may leave brackets open ("a)" enumerations) but whose closing quote
+/// without its opening one is the tail of a quotation that began in an earlier sentence, or
+/// a document's misprint; neither is a sentence to quote alone. (’ is also an apostrophe.)
+pub fn double_quotes_paired(text: &str) -> bool {
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '“' => depth += 1,
+            '”' if depth == 0 => return false,
+            '”' => depth -= 1,
+            _ => {}
+        }
+    }
+    depth == 0
+}
+
 /// The outermost bracket and quote pairs of `text` that close (byte offsets of the opener and
 /// of the closer), in order. A closer without its opener, or an opener never closed, is
 /// ignored.
@@ -426,6 +443,15 @@ pub fn joins_hyphenated(prev: &str, next: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn curly_double_quotes_pair_up() {
+        assert!(double_quotes_paired("It is called “Guide for Debian Maintainers” here."));
+        assert!(double_quotes_paired("The user’s guide, with no quotation."));
+        assert!(!double_quotes_paired("The rewrite is available as ”Guide for Debian Maintainers”."));
+        assert!(!double_quotes_paired("the rest of a quotation.” Then it goes on."));
+        assert!(!double_quotes_paired("He wrote “a quotation that never closes."));
+    }
 
     fn sentences(text: &str) -> Vec<&str> {
         split_sentences(text).into_iter().map(|r| &text[r]).collect()
