@@ -11,13 +11,8 @@ use seqgpt::service::client;
 use std::time::{Duration, Instant};
 use zbus::zvariant::Value;
 
-const T: Duration = Duration::from_secs(120);
-
-/// Enough for the slow template to take the engine some seconds even in a release build, so
-/// that a signal sent once the job runs finds it still running.
-fn long_text() -> String {
-    long_article(12)
-}
+/// A bound against a hang only: the jobs wait for the test at a [`Hold`], not for the clock.
+const T: Duration = Duration::from_secs(600);
 
 fn signal(daemon: &Daemon, sig: i32) {
     // SAFETY: kill(2) on the pid of a child this test started.
@@ -44,11 +39,12 @@ async fn wait_running(c: &Client, job: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reload_keeps_running_jobs_and_serves_new_ones_with_the_new_config() {
     let Some(bus) = Bus::start() else { return };
-    let daemon = Daemon::start(&bus, &slow_config(""), &[]);
+    let hold = Hold::new(&bus);
+    let daemon = Daemon::start_with_env(&bus, &slow_config(""), &[], &[hold.env()]);
     let mut c = Client::connect(&bus.address).await;
     let service = client::summarizer(&c.conn).await.unwrap();
     assert_eq!(service.default_method().await.unwrap(), "model");
-    let job = c.summarize_text(&long_text(), &opts(&[])).await.unwrap();
+    let job = c.summarize_text(ARTICLE, &opts(&[])).await.unwrap();
     wait_running(&c, job.as_str()).await;
     // The config now has no model: new requests are extractive; the running job is not touched.
     let original = std::fs::read_to_string(&daemon.config).unwrap();
@@ -56,6 +52,8 @@ async fn reload_keeps_running_jobs_and_serves_new_ones_with_the_new_config() {
     std::fs::write(&daemon.config, &without_model).unwrap();
     signal(&daemon, libc::SIGHUP);
     log_line(&daemon, "SIGHUP: reloaded the config (extractive only)").await;
+    assert_eq!(c.job_string(job.as_str(), "State").await, "running");
+    hold.open();
     let events = c.events(job.as_str(), T).await;
     let Some(Event::Finished(_, stats)) = events.last() else { panic!("the running job did not finish: {events:?}") };
     assert_eq!(stat_str(stats, "method"), "model");
@@ -84,9 +82,10 @@ async fn reload_keeps_running_jobs_and_serves_new_ones_with_the_new_config() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stop_lets_running_jobs_finish_and_refuses_new_ones() {
     let Some(bus) = Bus::start() else { return };
-    let daemon = Daemon::start(&bus, &slow_config("[service]\nstop_grace_s = 300\n"), &[]);
+    let hold = Hold::new(&bus);
+    let daemon = Daemon::start_with_env(&bus, &slow_config("[service]\nstop_grace_s = 300\n"), &[], &[hold.env()]);
     let mut c = Client::connect(&bus.address).await;
-    let job = c.summarize_text(&long_text(), &opts(&[])).await.unwrap();
+    let job = c.summarize_text(ARTICLE, &opts(&[])).await.unwrap();
     wait_running(&c, job.as_str()).await;
     signal(&daemon, libc::SIGTERM);
     let stopped = Instant::now();
@@ -94,7 +93,9 @@ async fn stop_lets_running_jobs_finish_and_refuses_new_ones() {
     // While it drains, a new request is refused with ShuttingDown...
     let e = c.summarize_text(ARTICLE, &opts(&[])).await.unwrap_err();
     assert_eq!(error_name(&e), "org.seqgpt.Summarizer1.Error.ShuttingDown", "{e}");
-    // ...and the running job ends with its summary.
+    // ...and the running job, let go, ends with its summary.
+    assert_eq!(c.job_string(job.as_str(), "State").await, "running");
+    hold.open();
     let events = c.events(job.as_str(), T).await;
     assert!(matches!(events.last(), Some(Event::Finished(..))), "{events:?}");
     eprintln!("the job ended {:?} after SIGTERM", stopped.elapsed());

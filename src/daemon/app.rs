@@ -85,7 +85,11 @@ fn load_model(
     let (template_name, template, reason) = cfg.template_for(&name);
     let identity = model_identity(&path, &name, &template_name, &template);
     let engine = Arc::new(engine);
-    let scheduler = Scheduler::start_engine(engine.clone(), cfg.scheduler.clone(), StartOptions { on_tick })
+    let hold = std::env::var_os("SEQGPT_TEST_HOLD").map(PathBuf::from);
+    if let Some(gate) = &hold {
+        tracing::warn!("SEQGPT_TEST_HOLD is set: model jobs wait after their first token until {} exists", gate.display());
+    }
+    let scheduler = Scheduler::start_engine(engine.clone(), cfg.scheduler.clone(), StartOptions { on_tick, hold })
         .map_err(|e| anyhow::anyhow!("starting the scheduler: {e}"))?;
     tracing::info!("model {} ({name}) on {device_name}, context {context_length} tokens", path.display());
     let setup = ModelSetup {

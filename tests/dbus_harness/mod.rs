@@ -187,6 +187,27 @@ impl Drop for Bus {
     }
 }
 
+/// The gate of a daemon started with [`Hold::env`]: its model jobs stop after their first
+/// token until [`Hold::open`], so a test that acts on a running job (a signal, a reload) finds
+/// it running however fast or slow the machine is (scheduler/hold.rs, `SEQGPT_TEST_HOLD`).
+pub struct Hold {
+    path: PathBuf,
+}
+
+impl Hold {
+    pub fn new(bus: &Bus) -> Hold {
+        Hold { path: bus.dir.path().join(format!("hold-{}", unique())) }
+    }
+
+    pub fn env(&self) -> (&'static str, &str) {
+        ("SEQGPT_TEST_HOLD", self.path.to_str().expect("a UTF-8 temporary path"))
+    }
+
+    pub fn open(&self) {
+        std::fs::write(&self.path, b"").expect("open the hold");
+    }
+}
+
 /// A running `seqgptd`.
 pub struct Daemon {
     pub child: Child,

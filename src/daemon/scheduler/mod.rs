@@ -19,7 +19,8 @@
 //! Modules: [`config`] (TOML settings), [`buckets`] (length buckets), [`window`] (the queue
 //! and the trigger, pure), [`memory`] (the memory guard's estimate and budget),
 //! [`backend`] (what the worker drives; [`EngineBackend`] for the real engine,
-//! [`fake::FakeBackend`] for tests), the worker loop and engine thread (private),
+//! [`fake::FakeBackend`] for tests), the worker loop, the engine thread and the test gate
+//! `hold` (private),
 //! [`handle`] and [`events`] (what callers hold and receive), [`stats`].
 
 pub mod backend;
@@ -30,6 +31,7 @@ mod engine_thread;
 pub mod events;
 pub mod fake;
 pub mod handle;
+mod hold;
 pub mod memory;
 mod shared;
 pub mod stats;
@@ -62,6 +64,9 @@ pub struct StartOptions {
     /// the place for systemd's `WATCHDOG=1` ping (it proves the engine loop turns). An
     /// operation (one decoding step, or a whole beam search) delays the next call.
     pub on_tick: Option<Box<dyn FnMut() + Send>>,
+    /// Hold the engine's running batch before its first step until this file exists
+    /// (`hold::Held`: a gate for tests of signals and shutdown, `SEQGPT_TEST_HOLD`).
+    pub hold: Option<std::path::PathBuf>,
 }
 
 /// A handle to the running scheduler; clones share it. When the last clone is dropped the
@@ -99,7 +104,11 @@ impl Scheduler {
 
     pub fn start_engine(engine: Arc<Engine>, config: SchedulerConfig, options: StartOptions) -> Result<Self, SchedulerError> {
         let encoder: Arc<dyn TextEncoder> = Arc::new(EngineEncoder(engine.clone()));
-        Self::start_with(EngineBackend::new(engine), Some(encoder), config, options)
+        let backend = EngineBackend::new(engine);
+        match options.hold.clone() {
+            Some(gate) => Self::start_with(hold::Held::new(backend, gate), Some(encoder), config, options),
+            None => Self::start_with(backend, Some(encoder), config, options),
+        }
     }
 
     /// Starts a scheduler over any backend; without an encoder, text prompts are refused.
