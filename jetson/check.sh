@@ -109,7 +109,8 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
     step "test suite under qemu"
     # The runner (qemu) comes from .cargo/config.toml. Doc tests are left out: they would
     # need rustdoc to cross-compile and run each example.
-    cross_cargo test --release --workspace --tests --target "$target" --target-dir "$td"
+    # --no-fail-fast: every failing suite in one run (a cross test run is long).
+    cross_cargo test --release --workspace --tests --no-fail-fast --target "$target" --target-dir "$td"
     # The kernels' exactness tests again with CI=1, under which a CPU without the NEON
     # dot-product kernels fails them instead of skipping: they ran, on the Orin's kernels.
     CI=1 cross_cargo test --release -p seqgpt-engine --lib --target "$target" --target-dir "$td" -- kernels::
