@@ -74,9 +74,14 @@ impl Family {
         }
     }
 
-    /// Whether f16 and f32 weights are packed too (NEON leaves them to the row kernels).
-    fn packs_float(self) -> bool {
-        self != Family::NeonDot
+    /// Whether this family has kernels for `kind`: NEON leaves float weights to the row
+    /// kernels, AVX-512 leaves q4_1 (AutoAWQ imports) to them.
+    fn packs(self, kind: PackedKind) -> bool {
+        match self {
+            Family::NeonDot => !kind.is_float(),
+            Family::Avx512Vnni => kind != PackedKind::Q4_1,
+            Family::Avx2 | Family::Avx2Vnni => true,
+        }
     }
 
     /// Input rows per kernel call. AVX2 has 16 registers, half of AVX-512's 32: a block's 8
@@ -133,6 +138,7 @@ impl Family {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PackedKind {
     Q4_0,
+    Q4_1,
     Q6K,
     Q8_0,
     F16,
@@ -150,6 +156,7 @@ impl PackedKind {
     fn block_bytes(self) -> usize {
         match self {
             PackedKind::Q4_0 => 256 + 32,
+            PackedKind::Q4_1 => 256 + 32 + 32,
             PackedKind::Q6K => 384 + 32 + 4,
             PackedKind::Q8_0 => 512 + 32 + 32,
             PackedKind::F16 => 32 * 32,
@@ -228,13 +235,14 @@ impl PackedWeight {
         }
         let kind = match w.dtype {
             GgmlType::Q4_0 if w.cols % QK == 0 => PackedKind::Q4_0,
+            GgmlType::Q4_1 if w.cols % QK == 0 => PackedKind::Q4_1,
             GgmlType::Q6_K if w.cols % q6k::QK_K == 0 => PackedKind::Q6K,
             GgmlType::Q8_0 if w.cols % QK == 0 => PackedKind::Q8_0,
             GgmlType::F16 if w.cols % QK == 0 => PackedKind::F16,
             GgmlType::F32 if w.cols % QK == 0 => PackedKind::F32,
             _ => return None,
         };
-        if kind.is_float() && !family.packs_float() {
+        if !family.packs(kind) {
             return None;
         }
         let nb = w.cols / QK;
@@ -246,6 +254,7 @@ impl PackedWeight {
             let src = w.rows_bytes(g * lanes, lanes);
             match kind {
                 PackedKind::Q4_0 => pack_q4_0(src, nb, lanes, dst),
+                PackedKind::Q4_1 => pack_q4_1(src, nb, lanes, dst),
                 PackedKind::Q6K => pack_q6k(src, nb, lanes, dst),
                 PackedKind::Q8_0 => pack_q8_0(src, nb, lanes, dst),
                 PackedKind::F16 => pack_interleaved::<2>(src, nb * QK, lanes, dst),
@@ -289,6 +298,22 @@ fn pack_q4_0(src: &[u8], nb: usize, l: usize, dst: &mut [u8]) {
                 dst[b * 16 * l + c * 4 * l + j * 4..][..4].copy_from_slice(&blk[2 + 4 * c..2 + 4 * c + 4]);
             }
             dst[nb * 16 * l + b * 2 * l + j * 2..][..2].copy_from_slice(&blk[..2]);
+        }
+    }
+}
+
+/// As Q4_0, with each block's minimum `m` after the scales: `nb` x `l` f16 `d`, then `nb`
+/// x `l` f16 `m` (a Q4_1 block is `d`, `m`, then the nibbles).
+fn pack_q4_1(src: &[u8], nb: usize, l: usize, dst: &mut [u8]) {
+    let rb = nb * 20;
+    for j in 0..l {
+        for b in 0..nb {
+            let blk = &src[j * rb + b * 20..][..20];
+            for c in 0..4 {
+                dst[b * 16 * l + c * 4 * l + j * 4..][..4].copy_from_slice(&blk[4 + 4 * c..4 + 4 * c + 4]);
+            }
+            dst[nb * 16 * l + b * 2 * l + j * 2..][..2].copy_from_slice(&blk[..2]);
+            dst[nb * 18 * l + b * 2 * l + j * 2..][..2].copy_from_slice(&blk[2..4]);
         }
     }
 }
@@ -459,9 +484,12 @@ unsafe fn kernel(w: &PackedWeight, g: usize, xs: &[Q8Row], bias: Option<&[f32]>,
                         (Family::Avx512Vnni, PackedKind::Q6K) => avx512::q6k::<$r>(p, nb, xs, bias, out, stride),
                         (Family::Avx512Vnni, PackedKind::Q8_0) => avx512::q8_0::<$r>(p, nb, xs, bias, out, stride),
                         (Family::Avx2, PackedKind::Q4_0) => avx2::q4_0::<$r>(p, nb, xs, bias, out, stride),
+                        (Family::Avx2, PackedKind::Q4_1) => avx2::q4_1::<$r>(p, nb, xs, bias, out, stride),
                         (Family::Avx2, PackedKind::Q6K) => avx2::q6k::<$r>(p, nb, xs, bias, out, stride),
                         (Family::Avx2, PackedKind::Q8_0) => avx2::q8_0::<$r>(p, nb, xs, bias, out, stride),
                         (Family::Avx2Vnni, PackedKind::Q4_0) => avx2::q4_0_vnni::<$r>(p, nb, xs, bias, out, stride),
+                        (Family::Avx2Vnni, PackedKind::Q4_1) => avx2::q4_1_vnni::<$r>(p, nb, xs, bias, out, stride),
+                        (Family::Avx512Vnni, PackedKind::Q4_1) => unreachable!("AVX-512 packs no q4_1"),
                         (Family::Avx2Vnni, PackedKind::Q6K) => avx2::q6k_vnni::<$r>(p, nb, xs, bias, out, stride),
                         (Family::Avx2Vnni, PackedKind::Q8_0) => avx2::q8_0_vnni::<$r>(p, nb, xs, bias, out, stride),
                         (Family::NeonDot, _) => unreachable!("NEON kernels exist on aarch64 only"),
@@ -482,6 +510,7 @@ unsafe fn kernel(w: &PackedWeight, g: usize, xs: &[Q8Row], bias: Option<&[f32]>,
                 match xs.len() {
                     $($r => match w.kind {
                         PackedKind::Q4_0 => neon::q4_0::<$r>(p, nb, xs, bias, out, stride),
+                        PackedKind::Q4_1 => neon::q4_1::<$r>(p, nb, xs, bias, out, stride),
                         PackedKind::Q6K => neon::q6k::<$r>(p, nb, xs, bias, out, stride),
                         PackedKind::Q8_0 => neon::q8_0::<$r>(p, nb, xs, bias, out, stride),
                         PackedKind::F16 | PackedKind::F32 => unreachable!("NEON packs no float weights"),
@@ -823,6 +852,33 @@ mod avx2 {
         store(acc, bias, out, stride);
     }
 
+    /// Q4_1: `sum_b d_w * d_x * sum(n * x_q) + m_w * d_x * sum(x_q)` with `n` the 0..15 nibbles.
+    #[inline(always)]
+    unsafe fn q4_1_body<const R: usize, const VNNI: bool>(group: *const u8, nb: usize, xs: &[Q8Row], bias: Option<*const f32>, out: *mut f32, stride: usize) {
+        let m4 = _mm256_set1_epi8(0x0f);
+        let (scales, mins) = (group.add(nb * 16 * LANES), group.add(nb * 18 * LANES));
+        let mut acc = [_mm256_setzero_ps(); R];
+        for b in 0..nb {
+            let p = group.add(b * 16 * LANES);
+            prefetch(p, 16 * LANES);
+            let mut w = [_mm256_setzero_si256(); 8];
+            for c in 0..4 {
+                let line = _mm256_load_si256(p.add(c * 32) as *const __m256i);
+                w[c] = _mm256_and_si256(line, m4);
+                w[4 + c] = _mm256_and_si256(_mm256_srli_epi16(line, 4), m4);
+            }
+            let dw = _mm256_cvtph_ps(_mm_loadu_si128(scales.add(b * 2 * LANES) as *const __m128i));
+            let mw = _mm256_cvtph_ps(_mm_loadu_si128(mins.add(b * 2 * LANES) as *const __m128i));
+            let s = sums::<R, VNNI, 8>(&w, None, xs, b);
+            for_rows!(R, r, {
+                let x = xs.get_unchecked(r);
+                let t = _mm256_mul_ps(_mm256_cvtepi32_ps(s[r]), _mm256_set1_ps(*x.d.get_unchecked(b)));
+                acc[r] = _mm256_fmadd_ps(_mm256_set1_ps(*x.ds.get_unchecked(b)), mw, _mm256_fmadd_ps(t, dw, acc[r]));
+            });
+        }
+        store(acc, bias, out, stride);
+    }
+
     /// Q8_0: `sum_b d_w * d_x * sum(|w| * (x_q sign w))`.
     #[inline(always)]
     unsafe fn q8_0_body<const R: usize, const VNNI: bool>(group: *const u8, nb: usize, xs: &[Q8Row], bias: Option<*const f32>, out: *mut f32, stride: usize) {
@@ -908,6 +964,7 @@ mod avx2 {
 
     entries! {
         q4_0_body => q4_0, q4_0_vnni;
+        q4_1_body => q4_1, q4_1_vnni;
         q8_0_body => q8_0, q8_0_vnni;
         q6k_body => q6k, q6k_vnni;
     }
@@ -1035,6 +1092,32 @@ mod neon {
         store(acc, bias, out, stride);
     }
 
+    /// Q4_1: `sum_b d_w * d_x * sum(n * x_q) + m_w * d_x * sum(x_q)` with `n` the 0..15 nibbles.
+    #[inline(always)]
+    unsafe fn q4_1_body<const R: usize>(group: *const u8, nb: usize, xs: &[Q8Row], bias: Option<*const f32>, out: *mut f32, stride: usize) {
+        let m4 = vdupq_n_u8(0x0f);
+        let (scales, mins) = (group.add(nb * 16 * LANES), group.add(nb * 18 * LANES));
+        let mut acc = [vdupq_n_f32(0.0); R];
+        for b in 0..nb {
+            let p = group.add(b * 16 * LANES);
+            let mut lo = [vdupq_n_s8(0); 4];
+            let mut hi = [vdupq_n_s8(0); 4];
+            for c in 0..4 {
+                let line = vld1q_u8(p.add(c * 16));
+                lo[c] = vreinterpretq_s8_u8(vandq_u8(line, m4));
+                hi[c] = vreinterpretq_s8_u8(vshrq_n_u8::<4>(line));
+            }
+            let (dw, mw) = (f16x4(scales.add(b * 2 * LANES)), f16x4(mins.add(b * 2 * LANES)));
+            for_rows!(R, r, {
+                let x = xs.get_unchecked(r);
+                let s = vaddq_s32(sum4(&lo, x16(x, b * 32)), sum4(&hi, x16(x, b * 32 + 16)));
+                let t = vmulq_n_f32(vcvtq_f32_s32(s), *x.d.get_unchecked(b));
+                acc[r] = vfmaq_n_f32(vfmaq_f32(acc[r], t, dw), mw, *x.ds.get_unchecked(b));
+            });
+        }
+        store(acc, bias, out, stride);
+    }
+
     /// Q8_0: `sum_b d_w * d_x * sum(w * x_q)`.
     #[inline(always)]
     unsafe fn q8_0_body<const R: usize>(group: *const u8, nb: usize, xs: &[Q8Row], bias: Option<*const f32>, out: *mut f32, stride: usize) {
@@ -1109,6 +1192,7 @@ mod neon {
 
     entries! {
         q4_0_body => q4_0;
+        q4_1_body => q4_1;
         q8_0_body => q8_0;
         q6k_body => q6k;
     }
@@ -1135,6 +1219,10 @@ mod tests {
             let mut blk: Vec<u8> = (0..bytes).map(|_| rng.random()).collect();
             match dtype {
                 GgmlType::Q4_0 | GgmlType::Q8_0 => blk[..2].copy_from_slice(&scale(rng)),
+                GgmlType::Q4_1 => {
+                    blk[..2].copy_from_slice(&scale(rng));
+                    blk[2..4].copy_from_slice(&scale(rng));
+                }
                 GgmlType::Q6_K => blk[208..210].copy_from_slice(&scale(rng)),
                 _ => unreachable!("integer types only"),
             }
@@ -1150,6 +1238,7 @@ mod tests {
             GgmlType::Q6_K => q6k::scalar_dot(w, x),
             GgmlType::Q8_0 => scalar_dot(QKind::Q8_0, w, x),
             GgmlType::Q4_0 => scalar_dot(QKind::Q4_0, w, x),
+            GgmlType::Q4_1 => scalar_dot(QKind::Q4_1, w, x),
             _ => unreachable!("integer types only"),
         }
     }
@@ -1178,7 +1267,7 @@ mod tests {
         }
         let mut rng = StdRng::seed_from_u64(28);
         // (type, k): 3 blocks (odd), 5 blocks, 32 blocks; Q6_K: 1 and 4 superblocks.
-        let shapes = [(GgmlType::Q4_0, 96), (GgmlType::Q4_0, 160), (GgmlType::Q4_0, 1024), (GgmlType::Q8_0, 96), (GgmlType::Q8_0, 160), (GgmlType::Q8_0, 1024), (GgmlType::Q6_K, 256), (GgmlType::Q6_K, 1024)];
+        let shapes = [(GgmlType::Q4_0, 96), (GgmlType::Q4_0, 160), (GgmlType::Q4_0, 1024), (GgmlType::Q4_1, 96), (GgmlType::Q4_1, 1024), (GgmlType::Q8_0, 96), (GgmlType::Q8_0, 160), (GgmlType::Q8_0, 1024), (GgmlType::Q6_K, 256), (GgmlType::Q6_K, 1024)];
         for family in families {
             for (dtype, k) in shapes {
                 // 40 rows: five AVX2 groups, not a whole number of AVX-512 groups.
@@ -1186,7 +1275,7 @@ mod tests {
                     let bytes = random_blocks(dtype, n, k, &mut rng);
                     let view = WeightView { dtype, bytes: &bytes, rows: n, cols: k };
                     let Some(packed) = PackedWeight::pack_for(view, family) else {
-                        assert!(n % family.lanes() != 0, "{family:?} {dtype} {n}x{k}: not packed");
+                        assert!(n % family.lanes() != 0 || (dtype == GgmlType::Q4_1 && !family.packs(PackedKind::Q4_1)), "{family:?} {dtype} {n}x{k}: not packed");
                         continue;
                     };
                     let lanes = family.lanes();
@@ -1234,7 +1323,7 @@ mod tests {
             return;
         }
         for family in families {
-            for (dtype, k) in [(GgmlType::Q4_0, 96), (GgmlType::Q4_0, 1024), (GgmlType::Q6_K, 512), (GgmlType::Q8_0, 96), (GgmlType::Q8_0, 1024), (GgmlType::F16, 96), (GgmlType::F32, 96), (GgmlType::F16, 160)] {
+            for (dtype, k) in [(GgmlType::Q4_0, 96), (GgmlType::Q4_0, 1024), (GgmlType::Q4_1, 1024), (GgmlType::Q6_K, 512), (GgmlType::Q8_0, 96), (GgmlType::Q8_0, 1024), (GgmlType::F16, 96), (GgmlType::F32, 96), (GgmlType::F16, 160)] {
                 let n = 48;
                 let wf: Vec<f32> = (0..n * k).map(|i| (((i as u32).wrapping_mul(2654435761) >> 7) % 1000) as f32 / 300.0 - 1.6).collect();
                 let mut bytes = Vec::new();
@@ -1242,13 +1331,19 @@ mod tests {
                     quantize_row(dtype, row, &mut bytes).unwrap();
                 }
                 let view = WeightView { dtype, bytes: &bytes, rows: n, cols: k };
-                if matches!(dtype, GgmlType::F16 | GgmlType::F32) && !family.packs_float() {
+                let kind = match dtype {
+                    GgmlType::Q4_1 => PackedKind::Q4_1,
+                    GgmlType::F16 => PackedKind::F16,
+                    GgmlType::F32 => PackedKind::F32,
+                    _ => PackedKind::Q4_0,
+                };
+                if !family.packs(kind) {
                     assert!(PackedWeight::pack_for(view, family).is_none(), "{family:?} packed {dtype}");
                     continue;
                 }
                 let packed = PackedWeight::pack_for(view, family).expect("packable");
                 let data = n / 16 * k / QK * packed.kind.block_bytes();
-                // q4_0, Q6_K, f16, f32: the file's bytes exactly, rearranged; q8_0 adds block sums.
+                // q4_0, q4_1, Q6_K, f16, f32: the file's bytes exactly, rearranged; q8_0 adds block sums.
                 assert_eq!(data, if dtype == GgmlType::Q8_0 { bytes.len() + n * k / QK * 2 } else { bytes.len() });
                 let bias: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 3.0).collect();
                 // 300 rows: more than one chunk of rows at k = 1024.
