@@ -65,9 +65,18 @@ impl Screen {
         Screen { xvfb, display, dir, bus: bus.address.clone() }
     }
 
-    /// A command that runs on this screen and bus, with a home of its own.
+    /// A command for one of this machine's programs (zathura, xwd) that runs on this screen
+    /// and bus, with a home of its own.
     fn command(&self, program: &str) -> Command {
-        let mut c = common::program(program);
+        self.on_screen(Command::new(program))
+    }
+
+    /// `seqgpt` itself (under emulation, through the emulator: `common::program`).
+    fn seqgpt(&self) -> Command {
+        self.on_screen(common::program(env!("CARGO_BIN_EXE_seqgpt")))
+    }
+
+    fn on_screen(&self, mut c: Command) -> Command {
         c.env("DISPLAY", &self.display)
             .env("DBUS_SESSION_BUS_ADDRESS", &self.bus)
             .env("HOME", &self.dir)
@@ -89,7 +98,7 @@ impl Screen {
     }
 
     fn show(&self, args: &[&str]) -> std::process::Output {
-        self.command(env!("CARGO_BIN_EXE_seqgpt")).arg("show").arg("--address").arg(&self.bus).args(args).output().unwrap()
+        self.seqgpt().arg("show").arg("--address").arg(&self.bus).args(args).output().unwrap()
     }
 
     /// The screen as RGB pixels.
@@ -232,10 +241,10 @@ fn another_file_open_means_a_new_zathura_and_missing_zathura_is_said() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("no zathura shows") && err.contains("b.pdf"), "{err}");
     // No zathura on this machine.
-    let o = screen.command(env!("CARGO_BIN_EXE_seqgpt")).env("PATH", "/nonexistent").arg("show").arg("--address").arg(&screen.bus).arg(&c).args(["--reader", "zathura"]).output().unwrap();
+    let o = screen.seqgpt().env("PATH", "/nonexistent").arg("show").arg("--address").arg(&screen.bus).arg(&c).args(["--reader", "zathura"]).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("zathura is not installed"), "{err}");
-    let o = screen.command(env!("CARGO_BIN_EXE_seqgpt")).env("PATH", "/nonexistent").arg("show").arg("--address").arg(&screen.bus).arg(&c).output().unwrap();
+    let o = screen.seqgpt().env("PATH", "/nonexistent").arg("show").arg("--address").arg(&screen.bus).arg(&c).output().unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("no PDF reader found"), "{err}");
     let _ = started;
@@ -285,7 +294,7 @@ fn the_zathura_that_has_the_file_open_shows_the_highlights_and_goes_to_a_sentenc
     let before = screen.shot();
     save(&before, "zathura-before.ppm");
     // The summary's sentences, with their boxes, as the daemon gives them.
-    let o = screen.command(env!("CARGO_BIN_EXE_seqgpt")).args(["summarize", "--address", &screen.bus, "--json"]).arg(&file).output().unwrap();
+    let o = screen.seqgpt().args(["summarize", "--address", &screen.bus, "--json"]).arg(&file).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let summary: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     let sentences = summary["sentences"].as_array().expect("sentences").clone();

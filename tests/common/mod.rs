@@ -63,6 +63,16 @@ pub fn comparable_steps(margins: &[f32]) -> usize {
 pub fn program(exe: &str) -> std::process::Command {
     match std::env::var_os("SEQGPT_TEST_RUNNER") {
         Some(runner) => {
+            // By its full path: a test may give the program a PATH without the emulator.
+            let runner = std::path::PathBuf::from(&runner);
+            let runner = if runner.components().count() > 1 {
+                runner
+            } else {
+                std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+                    .map(|d| d.join(&runner))
+                    .find(|p| p.is_file())
+                    .unwrap_or(runner)
+            };
             let mut cmd = std::process::Command::new(runner);
             cmd.arg(exe);
             cmd
