@@ -172,20 +172,29 @@ fn matmul_t_f16_rows(x: &[f32], m: usize, w: WeightView<'_>, bias: Option<&[f32]
 }
 
 /// Runs `f` on the `m` rows of `x` (`m x k`) quantized to 8 bits, in this thread's buffers.
+/// The buffers are taken out of the thread-local while `f` runs, not borrowed: `f` runs in
+/// parallel, and a rayon worker waiting for it may steal another matmul that needs buffers
+/// of its own on this same thread (that one then allocates).
 fn with_q8_rows<R>(x: &[f32], m: usize, k: usize, f: impl FnOnce(&[Q8Row]) -> R) -> R {
-    QROWS.with(|rows| {
-        let mut rows = rows.borrow_mut();
-        if rows.len() < m {
-            rows.resize_with(m, Q8Row::default);
+    let mut rows = QROWS.with(|r| std::mem::take(&mut *r.borrow_mut()));
+    if rows.len() < m {
+        rows.resize_with(m, Q8Row::default);
+    }
+    let part = &mut rows[..m];
+    if m * k >= 1 << 16 {
+        part.par_iter_mut().enumerate().for_each(|(i, q)| q.quantize(&x[i * k..(i + 1) * k]));
+    } else {
+        part.iter_mut().enumerate().for_each(|(i, q)| q.quantize(&x[i * k..(i + 1) * k]));
+    }
+    let out = f(part);
+    QROWS.with(|r| {
+        let mut r = r.borrow_mut();
+        // Keep the larger set (a nested call may have put its own back meanwhile).
+        if rows.len() > r.len() {
+            *r = rows;
         }
-        let rows = &mut rows[..m];
-        if m * k >= 1 << 16 {
-            rows.par_iter_mut().enumerate().for_each(|(i, q)| q.quantize(&x[i * k..(i + 1) * k]));
-        } else {
-            rows.iter_mut().enumerate().for_each(|(i, q)| q.quantize(&x[i * k..(i + 1) * k]));
-        }
-        f(rows)
-    })
+    });
+    out
 }
 
 /// `matmul_t` for a weight repacked for the interleaved kernels (`packed`).

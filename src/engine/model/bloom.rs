@@ -163,6 +163,18 @@ impl Bloom {
     /// mask 1 = real token, 0 = padding), appends them to the cache and returns logits:
     /// `[batch, vocab]` for `Logits::Last`, `[batch, t, vocab]` for `Logits::All`, in f32.
     pub fn forward(&self, ids: &[Vec<u32>], mask: &[Vec<u8>], cache: &mut KvCache, logits: Logits) -> Result<Tensor> {
+        // On the CPU the whole pass runs on one of rayon's workers: each of its ~100 parallel
+        // matmuls per token then splits through that worker's own queue, instead of being
+        // injected from outside the pool and waking a worker, with the caller asleep until
+        // it ends. Batch-1 decoding on the 2-core AVX2 VM: 55.8 -> 59.6 tok/s (medians of
+        // four alternating rounds, docs/BENCHMARKS.md).
+        if self.device.is_cpu() {
+            return rayon::scope(|_| self.forward_here(ids, mask, cache, logits));
+        }
+        self.forward_here(ids, mask, cache, logits)
+    }
+
+    fn forward_here(&self, ids: &[Vec<u32>], mask: &[Vec<u8>], cache: &mut KvCache, logits: Logits) -> Result<Tensor> {
         let b = ids.len();
         let t = ids.first().map_or(0, Vec::len);
         if b == 0 || t == 0 || ids.iter().any(|r| r.len() != t) || mask.len() != b || mask.iter().any(|m| m.len() != t) {
