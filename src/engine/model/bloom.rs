@@ -493,7 +493,7 @@ fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum CpuKv {
     /// f16 for files with quantized matrices where decoding reads f16 directly (x86 with
-    /// AVX-512), else f32; `SEQGPT_CPU_KV=f16` or `f32` in the environment decides instead.
+    /// AVX-512, aarch64), else f32; `SEQGPT_CPU_KV=f16` or `f32` in the environment decides instead.
     #[default]
     Auto,
     F16,
