@@ -379,9 +379,12 @@ async fn dropping_the_scheduler_shuts_it_down() {
 async fn the_watchdog_hook_runs_while_idle_and_while_busy() {
     let ticks = Arc::new(AtomicUsize::new(0));
     let t = ticks.clone();
-    let opts = StartOptions { on_tick: Some(Box::new(move || {
-        t.fetch_add(1, Ordering::SeqCst);
-    })) };
+    let opts = StartOptions {
+        on_tick: Some(Box::new(move || {
+            t.fetch_add(1, Ordering::SeqCst);
+        })),
+        ..Default::default()
+    };
     let s = Scheduler::start_with(FakeBackend::new(), None, SchedulerConfig::default(), opts).unwrap();
     sleep(1000 * MS).await;
     // Heartbeats are not awaited: give the engine thread (real) time to take them.
