@@ -839,6 +839,19 @@ mod avx2 {
         s
     }
 
+    /// A block's 4 nibble lines at `p` as 8 vectors of 0..15: low nibbles (values 0..16),
+    /// then high (16..32).
+    #[inline(always)]
+    unsafe fn nibbles(p: *const u8, m4: __m256i) -> [__m256i; 8] {
+        let mut w = [_mm256_setzero_si256(); 8];
+        for c in 0..4 {
+            let line = _mm256_load_si256(p.add(c * 32) as *const __m256i);
+            w[c] = _mm256_and_si256(line, m4);
+            w[4 + c] = _mm256_and_si256(_mm256_srli_epi16(line, 4), m4);
+        }
+        w
+    }
+
     /// Q4_0: `sum_b d_w * (d_x * sum(n * x_q) - 8 d_x sum(x_q))` with `n` the 0..15 nibbles.
     #[inline(always)]
     unsafe fn q4_0_body<const R: usize, const VNNI: bool>(group: *const u8, nb: usize, xs: &[Q8Row], bias: Option<*const f32>, out: *mut f32, stride: usize) {
@@ -848,12 +861,7 @@ mod avx2 {
         for b in 0..nb {
             let p = group.add(b * 16 * LANES);
             prefetch(p, 16 * LANES);
-            let mut w = [_mm256_setzero_si256(); 8];
-            for c in 0..4 {
-                let line = _mm256_load_si256(p.add(c * 32) as *const __m256i);
-                w[c] = _mm256_and_si256(line, m4);
-                w[4 + c] = _mm256_and_si256(_mm256_srli_epi16(line, 4), m4);
-            }
+            let w = nibbles(p, m4);
             let dw = _mm256_cvtph_ps(_mm_loadu_si128(scales.add(b * 2 * LANES) as *const __m128i));
             let s = sums::<R, VNNI, 8>(&w, None, xs, b);
             for_rows!(R, r, {
@@ -874,12 +882,7 @@ mod avx2 {
         for b in 0..nb {
             let p = group.add(b * 16 * LANES);
             prefetch(p, 16 * LANES);
-            let mut w = [_mm256_setzero_si256(); 8];
-            for c in 0..4 {
-                let line = _mm256_load_si256(p.add(c * 32) as *const __m256i);
-                w[c] = _mm256_and_si256(line, m4);
-                w[4 + c] = _mm256_and_si256(_mm256_srli_epi16(line, 4), m4);
-            }
+            let w = nibbles(p, m4);
             let dw = _mm256_cvtph_ps(_mm_loadu_si128(scales.add(b * 2 * LANES) as *const __m128i));
             let mw = _mm256_cvtph_ps(_mm_loadu_si128(mins.add(b * 2 * LANES) as *const __m128i));
             let s = sums::<R, VNNI, 8>(&w, None, xs, b);
@@ -1079,6 +1082,20 @@ mod neon {
         vld1q_s8(x.q.as_ptr().add(at))
     }
 
+    /// A block's 4 nibble lines at `p` as 0..15 values: the low nibbles (values 0..16), the
+    /// high ones (16..32).
+    #[inline(always)]
+    unsafe fn nibbles(p: *const u8, m4: uint8x16_t) -> ([int8x16_t; 4], [int8x16_t; 4]) {
+        let mut lo = [vdupq_n_s8(0); 4];
+        let mut hi = [vdupq_n_s8(0); 4];
+        for c in 0..4 {
+            let line = vld1q_u8(p.add(c * 16));
+            lo[c] = vreinterpretq_s8_u8(vandq_u8(line, m4));
+            hi[c] = vreinterpretq_s8_u8(vshrq_n_u8::<4>(line));
+        }
+        (lo, hi)
+    }
+
     /// Q4_0: `sum_b d_w * (d_x * sum(n * x_q) - 8 d_x sum(x_q))` with `n` the 0..15 nibbles.
     #[inline(always)]
     unsafe fn q4_0_body<const R: usize>(group: *const u8, nb: usize, xs: &[Q8Row], bias: Option<*const f32>, out: *mut f32, stride: usize) {
@@ -1087,13 +1104,7 @@ mod neon {
         let mut acc = [vdupq_n_f32(0.0); R];
         for b in 0..nb {
             let p = group.add(b * 16 * LANES);
-            let mut lo = [vdupq_n_s8(0); 4];
-            let mut hi = [vdupq_n_s8(0); 4];
-            for c in 0..4 {
-                let line = vld1q_u8(p.add(c * 16));
-                lo[c] = vreinterpretq_s8_u8(vandq_u8(line, m4));
-                hi[c] = vreinterpretq_s8_u8(vshrq_n_u8::<4>(line));
-            }
+            let (lo, hi) = nibbles(p, m4);
             let dw = f16x4(scales.add(b * 2 * LANES));
             for_rows!(R, r, {
                 let x = xs.get_unchecked(r);
@@ -1113,13 +1124,7 @@ mod neon {
         let mut acc = [vdupq_n_f32(0.0); R];
         for b in 0..nb {
             let p = group.add(b * 16 * LANES);
-            let mut lo = [vdupq_n_s8(0); 4];
-            let mut hi = [vdupq_n_s8(0); 4];
-            for c in 0..4 {
-                let line = vld1q_u8(p.add(c * 16));
-                lo[c] = vreinterpretq_s8_u8(vandq_u8(line, m4));
-                hi[c] = vreinterpretq_s8_u8(vshrq_n_u8::<4>(line));
-            }
+            let (lo, hi) = nibbles(p, m4);
             let (dw, mw) = (f16x4(scales.add(b * 2 * LANES)), f16x4(mins.add(b * 2 * LANES)));
             for_rows!(R, r, {
                 let x = xs.get_unchecked(r);
