@@ -20,6 +20,25 @@ impl Reader {
         }
     }
 
+    /// Debian's packages that install it.
+    fn packages(self) -> &'static str {
+        match self {
+            Reader::Zathura => "zathura zathura-pdf-poppler",
+            Reader::Okular => "okular",
+            Reader::Evince => "evince",
+        }
+    }
+
+    /// An error that says how to install it, unless it is on PATH. Looked up before a start:
+    /// where the launcher cannot report a failed exec (posix_spawn under qemu-user), a missing
+    /// program would read as one that started, or ended at once.
+    pub fn require(self) -> anyhow::Result<()> {
+        if on_path(self.program()) {
+            return Ok(());
+        }
+        anyhow::bail!("{} is not installed (Debian: apt install {})", self.program(), self.packages())
+    }
+
     /// The command that opens `file` at `page` (from 1).
     pub fn open_at(self, file: &Path, page: u32) -> std::process::Command {
         let mut c = std::process::Command::new(self.program());
@@ -48,6 +67,7 @@ pub fn installed() -> Vec<Reader> {
 
 /// Starts `reader` on `file` at `page`, detached from this command.
 pub fn spawn_at(reader: Reader, file: &Path, page: u32) -> anyhow::Result<u32> {
+    reader.require()?;
     let child = reader
         .open_at(file, page)
         .stdin(std::process::Stdio::null())

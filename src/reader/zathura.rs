@@ -77,12 +77,7 @@ pub fn showing<'a>(all: &'a [Instance], file: &Path) -> Option<&'a Instance> {
 /// Starts zathura on `file` (with `config_dir` as its -c, if given) and waits until it is on
 /// the bus with the file open.
 pub async fn start(conn: &Connection, file: &Path, config_dir: Option<&Path>, wait: Duration) -> anyhow::Result<Instance> {
-    const NOT_INSTALLED: &str = "zathura is not installed (Debian: apt install zathura zathura-pdf-poppler)";
-    // Looked up first: where the launcher cannot report a failed exec (posix_spawn under
-    // qemu-user), a missing program would read as a zathura that ended at once.
-    if !super::launch::on_path("zathura") {
-        bail!(NOT_INSTALLED);
-    }
+    super::launch::Reader::Zathura.require()?;
     let mut cmd = std::process::Command::new("zathura");
     if let Some(c) = config_dir {
         cmd.arg("-c").arg(c);
@@ -91,10 +86,7 @@ pub async fn start(conn: &Connection, file: &Path, config_dir: Option<&Path>, wa
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    let mut child = cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => anyhow::anyhow!(NOT_INSTALLED),
-        _ => anyhow::anyhow!("cannot start zathura: {e}"),
-    })?;
+    let mut child = cmd.spawn().map_err(|e| anyhow::anyhow!("cannot start zathura: {e}"))?;
     let pid = child.id();
     let name = format!("{NAME_PREFIX}{pid}");
     let deadline = Instant::now() + wait;
