@@ -4,15 +4,19 @@
 //! Follows Hugging Face's `BloomForCausalLM`: ALiBi positions come from the attention
 //! mask (so left-padded batches are exact), scores are `q.k / sqrt(d) + alibi`, softmax in
 //! f32. The QKV weight is stored [Q; K; V] (llama.cpp's layout), not per-head interleaved.
+//!
+//! Each part has one `forward`: the model, a block, its self-attention and its MLP. How a
+//! step runs them on its device (candle's ops, the CPU kernels, the fused CUDA kernels) is
+//! below them, in [`super::block_ops`].
 
+use super::block_ops::{BlockOps, Heads};
 use super::config::BloomConfig;
-use super::fused::path::{block_path, BlockPath, Step};
 use super::kv_cache::KvCache;
 use super::layers::{LayerNorm, Linear};
 use super::weights::{MappedTensor, WeightLoader};
 use crate::arch::{self, Part};
 use crate::gguf::{GgufError, GgufFile};
-use candle_core::{DType, Device, Result, Tensor, D};
+use candle_core::{DType, Device, Result, Tensor};
 
 /// Where logits are wanted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,13 +27,44 @@ pub enum Logits {
     All,
 }
 
+/// One transformer block: pre-norm self-attention and a pre-norm MLP, each with a residual.
 struct Block {
-    attn_norm: LayerNorm,
+    attention: SelfAttention,
+    mlp: Mlp,
+}
+
+struct SelfAttention {
+    norm: LayerNorm,
+    /// Q, K and V in one matrix, `[3 hidden, hidden]`.
     qkv: Linear,
-    attn_out: Linear,
-    ffn_norm: LayerNorm,
-    ffn_up: Linear,
-    ffn_down: Linear,
+    out: Linear,
+}
+
+struct Mlp {
+    norm: LayerNorm,
+    up: Linear,
+    down: Linear,
+}
+
+impl Block {
+    fn forward(&self, x: &Tensor, layer: usize, ops: &BlockOps, cache: &mut KvCache) -> Result<Tensor> {
+        let x = self.attention.forward(x, layer, ops, cache)?;
+        self.mlp.forward(&x, ops)
+    }
+}
+
+impl SelfAttention {
+    fn forward(&self, x: &Tensor, layer: usize, ops: &BlockOps, cache: &mut KvCache) -> Result<Tensor> {
+        let ctx = ops.attend(&self.qkv, &self.norm.forward(x)?, layer, cache)?;
+        ops.linear_residual(&self.out, &ctx, x)
+    }
+}
+
+impl Mlp {
+    fn forward(&self, x: &Tensor, ops: &BlockOps) -> Result<Tensor> {
+        let up = ops.linear_gelu(&self.up, &self.norm.forward(x)?)?;
+        ops.linear_residual(&self.down, &up, x)
+    }
 }
 
 pub struct Bloom {
@@ -45,7 +80,6 @@ pub struct Bloom {
     lm_head: Linear,
     alibi_slopes: Vec<f32>,
     /// The slopes on the GPU, for the fused attention kernel.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     device_slopes: Option<Tensor>,
     #[cfg(feature = "cuda")]
     staging: super::cuda::PinnedStaging,
@@ -88,12 +122,16 @@ impl Bloom {
         let mut blocks = Vec::with_capacity(cfg.n_layer);
         for i in 0..cfg.n_layer {
             blocks.push(Block {
-                attn_norm: norm(arch::Tensor::AttnNorm, i)?,
-                qkv: linear(arch::Tensor::AttnQkv, i, 3 * h, h)?,
-                attn_out: linear(arch::Tensor::AttnOutput, i, h, h)?,
-                ffn_norm: norm(arch::Tensor::FfnNorm, i)?,
-                ffn_up: linear(arch::Tensor::FfnUp, i, ff, h)?,
-                ffn_down: linear(arch::Tensor::FfnDown, i, h, ff)?,
+                attention: SelfAttention {
+                    norm: norm(arch::Tensor::AttnNorm, i)?,
+                    qkv: linear(arch::Tensor::AttnQkv, i, 3 * h, h)?,
+                    out: linear(arch::Tensor::AttnOutput, i, h, h)?,
+                },
+                mlp: Mlp {
+                    norm: norm(arch::Tensor::FfnNorm, i)?,
+                    up: linear(arch::Tensor::FfnUp, i, ff, h)?,
+                    down: linear(arch::Tensor::FfnDown, i, h, ff)?,
+                },
             });
         }
         let output_norm = norm(arch::Tensor::OutputNorm, 0)?;
@@ -191,58 +229,24 @@ impl Bloom {
             _ => Tensor::from_vec(rows, (b, t, self.cfg.hidden), &Device::Cpu)?.to_device(&self.device)?,
         };
         let x = x.to_dtype(self.dtype)?;
-        let mut x = self.embd_norm.forward(&x)?;
+        let x = self.embd_norm.forward(&x)?;
 
         cache.reserve(t)?;
         cache.push_mask(mask)?;
-        match self.block_path(cache, t) {
-            #[cfg(feature = "cuda")]
-            BlockPath::CudaFused => {
-                let masks = cache.key_masks();
-                let kpos = Tensor::from_vec(key_positions(&masks), (masks.len(), masks[0].len()), &Device::Cpu)?
-                    .to_device(&self.device)?;
-                for (i, block) in self.blocks.iter().enumerate() {
-                    x = self.block_forward_fused(block, i, &x, &kpos, cache)?;
-                }
-                cache.advance(t);
-                self.head(&x, t, logits)
-            }
-            BlockPath::CpuKernels => {
-                let kpos = key_positions(&cache.key_masks());
-                // Padding positions skip the row-wise work (LayerNorms, matmuls, MLP): only the
-                // attention sees the padded layout, where their keys are masked anyway.
-                let real = RealRows::new(mask);
-                let mut x = real.gather(&x)?;
-                for (i, block) in self.blocks.iter().enumerate() {
-                    x = self.block_forward_cpu(block, i, &x, &real, &kpos, cache)?;
-                }
-                cache.advance(t);
-                self.head(&real.scatter(&x)?, t, logits)
-            }
-            // Without the cuda feature no device is CUDA, so the fused path is never chosen.
-            _ => {
-                let bias = self.attention_bias(&cache.key_masks(), cache.len(), t)?;
-                for (i, block) in self.blocks.iter().enumerate() {
-                    x = self.block_forward(block, i, &x, &bias, cache)?;
-                }
-                cache.advance(t);
-                self.head(&x, t, logits)
-            }
-        }
-    }
-
-    /// The path this step's blocks take (`fused::path`), from the cache after the step's
-    /// positions were reserved.
-    fn block_path(&self, cache: &KvCache, t: usize) -> BlockPath {
-        block_path(&Step {
-            on_cpu: self.device.is_cpu(),
-            on_cuda: self.device.is_cuda(),
+        let heads = Heads {
+            count: self.cfg.n_head,
+            dim: self.cfg.head_dim(),
             dtype: self.dtype,
-            fused_enabled: super::fused_kernels_enabled(),
-            shared_len: cache.shared_len(),
-            total: cache.len() + t,
-            head_dim: self.cfg.head_dim(),
-        })
+            slopes: &self.alibi_slopes,
+            device_slopes: self.device_slopes.as_ref(),
+        };
+        let ops = BlockOps::prepare(heads, &self.device, mask, cache)?;
+        let mut x = ops.enter(x)?;
+        for (i, block) in self.blocks.iter().enumerate() {
+            x = block.forward(&x, i, &ops, cache)?;
+        }
+        cache.advance(t);
+        self.head(&ops.leave(x)?, t, logits)
     }
 
     /// Final LayerNorm and LM head on the positions `logits` asks for.
@@ -258,235 +262,6 @@ impl Bloom {
             Logits::All => Ok(out),
         }
     }
-
-    fn block_forward(&self, blk: &Block, layer: usize, x: &Tensor, bias: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
-        let (b, t, h) = x.dims3()?;
-        let (nh, hd) = (self.cfg.n_head, self.cfg.head_dim());
-        let normed = blk.attn_norm.forward(x)?;
-        let qkv = blk.qkv.forward(&normed)?;
-        let split = |i: usize| -> Result<Tensor> {
-            qkv.narrow(2, i * h, h)?.reshape((b, t, nh, hd))?.transpose(1, 2)?.contiguous()
-        };
-        let (q, k, v) = (split(0)?, split(1)?, split(2)?);
-        let (k_own, v_own) = cache.write(layer, &k, &v)?;
-        let scale = 1.0 / (hd as f64).sqrt();
-        let q32 = q.to_dtype(DType::F32)?;
-        let own_scores = q32.matmul(&k_own.to_dtype(DType::F32)?.t()?)?;
-        let shared = cache.shared_kv(layer);
-        let scores = match shared {
-            Some((k_shared, _)) => {
-                let s = rows_times_shared(&q32, &k_shared.to_dtype(DType::F32)?.t()?)?;
-                Tensor::cat(&[&s, &own_scores], 3)?
-            }
-            None => own_scores,
-        };
-        let scores = (scores * scale)?.broadcast_add(bias)?;
-        let probs = softmax_last_dim(&scores)?.to_dtype(self.dtype)?;
-        let ctx = match shared {
-            Some((_, v_shared)) => {
-                let p_len = v_shared.dim(2)?;
-                let p_shared = probs.narrow(3, 0, p_len)?;
-                let p_own = probs.narrow(3, p_len, probs.dim(3)? - p_len)?.contiguous()?;
-                (rows_times_shared(&p_shared, v_shared)? + p_own.matmul(&v_own.to_dtype(self.dtype)?.contiguous()?)?)?
-            }
-            None => probs.matmul(&v_own.to_dtype(self.dtype)?.contiguous()?)?,
-        };
-        let ctx = ctx.transpose(1, 2)?.reshape((b, t, h))?;
-        let attn = (blk.attn_out.forward(&ctx)? + x)?;
-
-        let normed = blk.ffn_norm.forward(&attn)?;
-        let up = super::layers::gelu(blk.ffn_up.forward(&normed)?)?;
-        blk.ffn_down.forward(&up)? + attn
-    }
-
-    /// One block on the CPU: the QKV output feeds the cache and the attention kernel in
-    /// place (no split, transpose or cache copies), then the MLP.
-    ///
-    /// `x` holds the real (non-padding) positions only, `[1, real, hidden]`; the QKV output is
-    /// spread to the padded `[batch, t, 3 hidden]` layout for the cache and the attention.
-    fn block_forward_cpu(&self, blk: &Block, layer: usize, x: &Tensor, real: &RealRows, kpos: &[f32], cache: &mut KvCache) -> Result<Tensor> {
-        use super::cpu_attention::{AppendKv, Attention};
-        use crate::kernels::attention::AttnShape;
-        let (b, t) = (real.batch, real.t);
-        let normed = blk.attn_norm.forward(x)?;
-        let qkv = real.scatter(&blk.qkv.forward(&normed)?)?;
-        let shape = AttnShape {
-            batch: b,
-            t,
-            heads: self.cfg.n_head,
-            head_dim: self.cfg.head_dim(),
-            cap: cache.capacity(),
-            past: cache.own_len(),
-        };
-        let (kc, vc) = cache.layer(layer);
-        kc.inplace_op2(&qkv, &AppendKv { shape, part: 1 })?;
-        vc.inplace_op2(&qkv, &AppendKv { shape, part: 2 })?;
-        let attn = Attention {
-            shape,
-            kpos: kpos.to_vec(),
-            slopes: self.alibi_slopes.clone(),
-            scale: 1.0 / (self.cfg.head_dim() as f32).sqrt(),
-        };
-        let ctx = real.gather(&qkv.apply_op3_no_bwd(kc, vc, &attn)?)?;
-        let h1 = (blk.attn_out.forward(&ctx)? + x)?;
-        let normed = blk.ffn_norm.forward(&h1)?;
-        let up = super::layers::gelu(blk.ffn_up.forward(&normed)?)?;
-        blk.ffn_down.forward(&up)? + h1
-    }
-
-    /// One block with the fused kernels: LayerNorm, QKV matmul, K/V appended to the cache
-    /// (bias added), attention, output matmul + bias + residual, LayerNorm, up matmul +
-    /// bias + GELU, down matmul + bias + residual.
-    #[cfg(feature = "cuda")]
-    fn block_forward_fused(&self, blk: &Block, layer: usize, x: &Tensor, kpos: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
-        use super::cuda::{AttentionOp, BiasGeluOp, BiasResidualOp, KvAppendOp};
-        use super::fused::params::QkvPart;
-        use crate::kernels::attention::AttnShape;
-        let (b, t, _) = x.dims3()?;
-        let missing = || candle_core::Error::Msg("fused path without GPU weights".into());
-        let normed = blk.attn_norm.forward(x)?;
-        let qkv = blk.qkv.forward_no_bias(&normed)?.contiguous()?;
-        let qkv_bias = blk.qkv.device_bias().ok_or_else(missing)?.clone();
-        let dims = AttnShape {
-            batch: b,
-            t,
-            heads: self.cfg.n_head,
-            head_dim: self.cfg.head_dim(),
-            cap: cache.capacity(),
-            past: cache.own_len(),
-        };
-        let (kc, vc) = cache.layer(layer);
-        kc.inplace_op2(&qkv, &KvAppendOp { dims, part: QkvPart::Key, bias: qkv_bias.clone() })?;
-        vc.inplace_op2(&qkv, &KvAppendOp { dims, part: QkvPart::Value, bias: qkv_bias.clone() })?;
-        let slopes = self.device_slopes.clone().ok_or_else(missing)?;
-        let scale = 1.0 / (self.cfg.head_dim() as f32).sqrt();
-        let attn = AttentionOp { dims, qkv_bias, kpos: kpos.clone(), slopes, scale };
-        let ctx = qkv.apply_op3_no_bwd(kc, vc, &attn)?;
-        let out_bias = blk.attn_out.device_bias().ok_or_else(missing)?;
-        let h1 = blk.attn_out.forward_no_bias(&ctx)?.apply_op3_no_bwd(out_bias, x, &BiasResidualOp)?;
-        let normed = blk.ffn_norm.forward(&h1)?;
-        let up_bias = blk.ffn_up.device_bias().ok_or_else(missing)?;
-        let up = blk.ffn_up.forward_no_bias(&normed)?.apply_op2_no_bwd(up_bias, &BiasGeluOp)?;
-        let down_bias = blk.ffn_down.device_bias().ok_or_else(missing)?;
-        blk.ffn_down.forward_no_bias(&up)?.apply_op3_no_bwd(down_bias, &h1, &BiasResidualOp)
-    }
-
-    /// ALiBi plus the causal and padding mask, `[batch, heads, t, total]` in f32, shared by
-    /// all layers. `mask` already includes the `t` new positions.
-    fn attention_bias(&self, mask: &[Vec<u8>], past: usize, t: usize) -> Result<Tensor> {
-        let nh = self.cfg.n_head;
-        let total = past + t;
-        let b = mask.len();
-        let mut bias = vec![0f32; b * nh * t * total];
-        for (row, m) in mask.iter().enumerate() {
-            // transformers: position = (cumsum(mask) - 1) * mask.
-            let mut pos = vec![0f32; total];
-            let mut count = 0i64;
-            for (j, &bit) in m.iter().enumerate() {
-                count += bit as i64;
-                pos[j] = if bit != 0 { (count - 1) as f32 } else { 0.0 };
-            }
-            for (hh, &slope) in self.alibi_slopes.iter().enumerate() {
-                for i in 0..t {
-                    let q_abs = past + i;
-                    let out = &mut bias[((row * nh + hh) * t + i) * total..][..total];
-                    for j in 0..total {
-                        out[j] = if j > q_abs || m[j] == 0 { MASKED } else { slope * pos[j] };
-                    }
-                }
-            }
-        }
-        Tensor::from_vec(bias, (b, nh, t, total), &Device::Cpu)?.to_device(&self.device)
-    }
-}
-
-/// `x [b, heads, t, n] @ shared[0] [heads, n, m]` -> `[b, heads, t, m]`: every row against one
-/// shared matrix per head, as one matmul per head over all rows (no copy of `shared`).
-fn rows_times_shared(x: &Tensor, shared: &Tensor) -> Result<Tensor> {
-    let (b, nh, t, n) = x.dims4()?;
-    let m = shared.dim(3)?;
-    let x = x.transpose(0, 1)?.contiguous()?.reshape((nh, b * t, n))?;
-    let y = x.matmul(&shared.squeeze(0)?.to_dtype(x.dtype())?)?;
-    y.reshape((nh, b, t, m))?.transpose(0, 1)?.contiguous()
-}
-
-/// The real (mask 1) positions of a `batch x t` step, for moving activations between the
-/// padded layout `[batch, t, d]` and the compact one `[1, real, d]`. With no padding both are
-/// the same tensor and nothing is copied.
-struct RealRows {
-    batch: usize,
-    t: usize,
-    /// Flat indices `row * t + i` of the real positions, in order.
-    index: Vec<usize>,
-}
-
-impl RealRows {
-    fn new(mask: &[Vec<u8>]) -> Self {
-        let t = mask.first().map_or(0, Vec::len);
-        let index = mask.iter().flatten().enumerate().filter(|(_, &m)| m != 0).map(|(i, _)| i).collect();
-        Self { batch: mask.len(), t, index }
-    }
-
-    fn all_real(&self) -> bool {
-        self.index.len() == self.batch * self.t
-    }
-
-    /// `[batch, t, d]` -> `[1, real, d]`.
-    fn gather(&self, x: &Tensor) -> Result<Tensor> {
-        let d = x.dim(D::Minus1)?;
-        if self.all_real() {
-            return x.reshape((1, self.batch * self.t, d));
-        }
-        let all = x.flatten_all()?.to_vec1::<f32>()?;
-        let mut out = Vec::with_capacity(self.index.len() * d);
-        for &i in &self.index {
-            out.extend_from_slice(&all[i * d..(i + 1) * d]);
-        }
-        Tensor::from_vec(out, (1, self.index.len(), d), x.device())
-    }
-
-    /// `[1, real, d]` -> `[batch, t, d]`, zeros at padding positions.
-    fn scatter(&self, x: &Tensor) -> Result<Tensor> {
-        let d = x.dim(D::Minus1)?;
-        if self.all_real() {
-            return x.reshape((self.batch, self.t, d));
-        }
-        let real = x.flatten_all()?.to_vec1::<f32>()?;
-        let mut out = vec![0f32; self.batch * self.t * d];
-        for (k, &i) in self.index.iter().enumerate() {
-            out[i * d..(i + 1) * d].copy_from_slice(&real[k * d..(k + 1) * d]);
-        }
-        Tensor::from_vec(out, (self.batch, self.t, d), x.device())
-    }
-}
-
-/// Per row, each key's ALiBi position (`(cumsum(mask) - 1) * mask`, as transformers), or -1
-/// for padding: `[batch, total]`, flattened.
-fn key_positions(masks: &[Vec<u8>]) -> Vec<f32> {
-    let mut kpos = Vec::with_capacity(masks.iter().map(Vec::len).sum());
-    for m in masks {
-        let mut count = 0f32;
-        for &bit in m {
-            if bit != 0 {
-                kpos.push(count);
-                count += 1.0;
-            } else {
-                kpos.push(-1.0);
-            }
-        }
-    }
-    kpos
-}
-
-/// Added to masked scores: far below any real score, yet finite so that a row with every key
-/// masked (a padding query) gives a uniform distribution instead of NaN.
-const MASKED: f32 = -1e30;
-
-fn softmax_last_dim(x: &Tensor) -> Result<Tensor> {
-    let max = x.max_keepdim(D::Minus1)?;
-    let e = x.broadcast_sub(&max)?.exp()?;
-    let sum = e.sum_keepdim(D::Minus1)?;
-    e.broadcast_div(&sum)
 }
 
 /// The CPU's key/value cache type (`cpu_kv_dtype`). A GPU always keeps the activations' f16.

@@ -4,6 +4,7 @@ pub mod bloom;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod config;
+mod block_ops;
 mod cpu_attention;
 pub mod fused;
 pub mod kv_cache;
