@@ -1,4 +1,4 @@
-//! A minimal Rust client of seqgptd, with the zbus proxies of `seqgpt::service::client`: what
+//! A minimal Rust client of seqgptd, with the zbus proxies of `seqgpt_daemon::service::client`: what
 //! a reader plugin written in Rust needs, and nothing else.
 //!
 //! ```text
@@ -12,7 +12,7 @@
 //! (the daemon watches its clients), so a closed document costs nothing.
 
 use futures_util::StreamExt;
-use seqgpt::service::client;
+use seqgpt_daemon::service::client;
 use std::collections::HashMap;
 use zbus::zvariant::{Fd, Value};
 use zbus::Connection;

@@ -7,7 +7,7 @@ mod common;
 mod dbus_harness;
 
 use dbus_harness::*;
-use seqgpt::service::client;
+use seqgpt_daemon::service::client;
 use std::collections::HashMap;
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;

@@ -7,7 +7,7 @@ mod common;
 mod dbus_harness;
 
 use dbus_harness::*;
-use seqgpt::service::client;
+use seqgpt_daemon::service::client;
 use std::time::{Duration, Instant};
 use zbus::zvariant::Value;
 

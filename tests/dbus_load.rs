@@ -19,7 +19,7 @@ mod common;
 mod dbus_harness;
 
 use dbus_harness::*;
-use seqgpt::gguf::GgmlType;
+use seqgpt_engine::gguf::GgmlType;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

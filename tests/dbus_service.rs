@@ -498,7 +498,7 @@ async fn a_finished_job_says_where_its_sentences_stand() {
     assert_eq!(in_signal, in_property);
     assert!(!in_signal.is_empty());
     let pdf = std::fs::read(sample("report-3pages.pdf")).unwrap();
-    let pages = seqgpt::pdf::extract_text(&pdf, &Default::default()).unwrap().pages;
+    let pages = seqgpt_pdf::extract_text(&pdf, &Default::default()).unwrap().pages;
     for (text, page, start, end, boxes) in &in_signal {
         assert!(summary.contains(text.as_str()), "{text} not in {summary}");
         let on_page: String = pages[*page as usize - 1].text.chars().skip(*start as usize).take((end - start) as usize).collect();

@@ -5,8 +5,8 @@ mod common;
 
 use candle_core::Device;
 use common::*;
-use seqgpt::engine::Engine;
-use seqgpt::gguf::{GgmlType, GgufFile};
+use seqgpt_engine::engine::Engine;
+use seqgpt_engine::gguf::{GgmlType, GgufFile};
 use std::path::PathBuf;
 
 fn scratch(name: &str, bytes: &[u8]) -> PathBuf {

@@ -2,7 +2,7 @@
 
 mod common;
 
-use seqgpt::gguf::GgmlType;
+use seqgpt_engine::gguf::GgmlType;
 
 fn check(args: &[&str]) -> (bool, String, String) {
     let out = common::program(env!("CARGO_BIN_EXE_seqgpt")).args(["model", "check"]).args(args).output().unwrap();

@@ -5,10 +5,10 @@ mod common;
 
 use candle_core::Device;
 use common::*;
-use seqgpt::engine::Engine;
-use seqgpt::generate::{Batch, GenerationConfig, Sampling, Sequence};
-use seqgpt::gguf::GgmlType;
-use seqgpt::model::{CpuKv, Logits};
+use seqgpt_engine::engine::Engine;
+use seqgpt_engine::generate::{Batch, GenerationConfig, Sampling, Sequence};
+use seqgpt_engine::gguf::GgmlType;
+use seqgpt_engine::model::{CpuKv, Logits};
 
 const F32_TOL: f32 = 1e-4;
 
@@ -174,7 +174,7 @@ fn sampling_is_reproducible_and_stops_on_stop_strings() {
     if !stop.trim().is_empty() && !e.tokenizer.decode(&g.ids[..3]).unwrap().contains(&stop) {
         let cfg = GenerationConfig { stop_strings: vec![stop.clone()], ..greedy(12) };
         let s = e.generate(&[prompt], &cfg).unwrap().remove(0);
-        assert_eq!(s.finish, seqgpt::generate::FinishReason::StopString);
+        assert_eq!(s.finish, seqgpt_engine::generate::FinishReason::StopString);
         assert!(!s.text.contains(&stop));
         assert!(s.ids.len() < 12);
     }
@@ -218,8 +218,8 @@ fn reduced_precision_stays_within_stated_tolerances() {
 /// top-1 with a small margin may flip, so only f16 checks the top-1 too).
 #[test]
 fn quantized_kernels_are_exact_on_their_decoded_weights() {
-    use seqgpt::gguf::{GgufFile, GgufWriter, MetadataValue, TensorSpec};
-    use seqgpt::quant::{dequantize_row, quantize_row};
+    use seqgpt_engine::gguf::{GgufFile, GgufWriter, MetadataValue, TensorSpec};
+    use seqgpt_engine::quant::{dequantize_row, quantize_row};
     for wtype in [GgmlType::F16, GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1] {
         let src_path = gguf("tiny", wtype);
         let src = GgufFile::open(&src_path).unwrap();
@@ -260,7 +260,7 @@ fn quantized_files_keep_an_f16_cache_on_the_cpu() {
     use candle_core::DType;
     // The default where decoding reads f16 directly (x86 with AVX-512), else f32.
     let auto = engine("tiny", GgmlType::Q8_0);
-    let direct = seqgpt::kernels::attention::reads_f16_directly(auto.model.cfg.head_dim());
+    let direct = seqgpt_engine::kernels::attention::reads_f16_directly(auto.model.cfg.head_dim());
     assert_eq!(auto.model.kv_dtype(), if direct { DType::F16 } else { DType::F32 });
     let q = Engine::open_with(gguf("tiny", GgmlType::Q8_0), &Device::Cpu, CpuKv::F16).unwrap();
     assert_eq!(q.model.kv_dtype(), DType::F16);

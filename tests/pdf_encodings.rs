@@ -254,8 +254,8 @@ fn rotated_text_and_page_range() {
             (b"BT /F1 10 Tf 72 700 Td (third page) Tj ET".to_vec(), res),
         ],
     );
-    let opts = seqgpt::pdf::ExtractOptions { pages: Some(2..=3), ..Default::default() };
-    let d = seqgpt::pdf::extract_text(&bytes, &opts).unwrap();
+    let opts = seqgpt_pdf::ExtractOptions { pages: Some(2..=3), ..Default::default() };
+    let d = seqgpt_pdf::extract_text(&bytes, &opts).unwrap();
     assert_eq!(d.page_count, 3);
     let got: Vec<_> = d.pages.iter().map(|p| (p.number, words(&p.text))).collect();
     assert_eq!(got, vec![(2, "going up".to_string()), (3, "third page".to_string())]);

@@ -5,7 +5,7 @@
 mod builder;
 
 use builder::*;
-use seqgpt::pdf::{extract_text, ExtractOptions, Limits, PageStatus, PdfError};
+use seqgpt_pdf::{extract_text, ExtractOptions, Limits, PageStatus, PdfError};
 
 fn opts_with(limits: Limits) -> ExtractOptions {
     ExtractOptions { limits, ..Default::default() }

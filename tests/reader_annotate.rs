@@ -13,7 +13,7 @@ mod common;
 
 use builder::Pdf;
 use ppm::Image;
-use seqgpt::pdf::{AnnotateError, Annotations, Highlight, PageGeometry};
+use seqgpt_pdf::{AnnotateError, Annotations, Highlight, PageGeometry};
 use seqgpt::reader::geometry;
 use std::path::{Path, PathBuf};
 
@@ -148,7 +148,7 @@ fn highlights_cover_each_sentence_on_turned_cropped_and_two_column_pages() {
     let original = dir.join("sample.pdf");
     let bytes = sample();
     std::fs::write(&original, &bytes).unwrap();
-    let geo = seqgpt::pdf::page_geometry(&bytes, None, &Default::default()).unwrap();
+    let geo = seqgpt_pdf::page_geometry(&bytes, None, &Default::default()).unwrap();
     assert_eq!(geo.iter().map(|g| g.rotate).collect::<Vec<_>>(), [90, 0, 0]);
     assert_eq!(geo[1].area, [130.0, 230.0, 682.0, 962.0]);
     for n in 1..=3u32 {
@@ -242,8 +242,8 @@ fn the_copy_is_a_sound_pdf_with_standard_annotations() {
         assert!(h.has(b"AP") && h.has(b"Contents") && h.has(b"Rect"));
     }
     // The text is still the text: the update adds annotations, not content.
-    let a = seqgpt::pdf::extract_text(&copy, &Default::default()).unwrap();
-    let b = seqgpt::pdf::extract_text(&sample(), &Default::default()).unwrap();
+    let a = seqgpt_pdf::extract_text(&copy, &Default::default()).unwrap();
+    let b = seqgpt_pdf::extract_text(&sample(), &Default::default()).unwrap();
     assert_eq!(a.pages.iter().map(|p| &p.text).collect::<Vec<_>>(), b.pages.iter().map(|p| &p.text).collect::<Vec<_>>());
     if tool("qpdf") {
         let o = std::process::Command::new("qpdf").arg("--check").arg(&out).output().unwrap();
@@ -277,13 +277,13 @@ fn certified_documents_are_refused_and_signed_ones_keep_their_signed_bytes() {
         "/Perms << /DocMDP << /Type /Sig /Filter /Adobe.PPKLite /ByteRange [0 10 20 30] /Contents <00> \
          /Reference [<< /Type /SigRef /TransformMethod /DocMDP /TransformParams << /Type /TransformParams /P 1 /V /1.2 >> >>] >> >>",
     );
-    match seqgpt::pdf::annotate(&certified, &one_highlight(), &Default::default()) {
+    match seqgpt_pdf::annotate(&certified, &one_highlight(), &Default::default()) {
         Err(AnnotateError::Certified(why)) => assert!(why.contains("no changes"), "{why}"),
         other => panic!("a document certified against changes was annotated: {:?}", other.map(|v| v.len())),
     }
     // Signed, not certified: the update is appended, the signed bytes stay as they were.
     let signed = with_catalog_extra("/AcroForm << /SigFlags 3 /Fields [] >>");
-    let copy = seqgpt::pdf::annotate(&signed, &one_highlight(), &Default::default()).unwrap();
+    let copy = seqgpt_pdf::annotate(&signed, &one_highlight(), &Default::default()).unwrap();
     assert!(copy.starts_with(&signed));
 }
 
@@ -296,7 +296,7 @@ fn encrypted_documents_are_refused_with_the_reason() {
     doc.encrypt(&state).unwrap();
     let mut enc = Vec::new();
     doc.save_to(&mut enc).unwrap();
-    assert_eq!(seqgpt::pdf::annotate(&enc, &one_highlight(), &Default::default()), Err(AnnotateError::Encrypted));
+    assert_eq!(seqgpt_pdf::annotate(&enc, &one_highlight(), &Default::default()), Err(AnnotateError::Encrypted));
     // Through the command: the summary is printed, the copy refused, the exit status says so.
     let dir = tmp("annotate-enc");
     let (pdf, out) = (dir.join("enc.pdf"), dir.join("out.pdf"));
@@ -318,5 +318,5 @@ fn a_copy_never_replaces_its_original_and_pages_must_exist() {
     assert_eq!(std::fs::read(&pdf).unwrap(), sample());
     let mut a = one_highlight();
     a.highlights[0].page = 9;
-    assert_eq!(seqgpt::pdf::annotate(&sample(), &a, &Default::default()), Err(AnnotateError::NoSuchPage(9, 3)));
+    assert_eq!(seqgpt_pdf::annotate(&sample(), &a, &Default::default()), Err(AnnotateError::NoSuchPage(9, 3)));
 }

@@ -312,7 +312,7 @@ fn the_zathura_that_has_the_file_open_shows_the_highlights_and_goes_to_a_sentenc
     // Sentence 1's first box on the screen: the page is the white area, scaled from points.
     let first = &sentences[0];
     let page = first["page"].as_u64().unwrap() as u32;
-    let geometry = seqgpt::pdf::page_geometry(&std::fs::read(&file).unwrap(), None, &Default::default()).unwrap();
+    let geometry = seqgpt_pdf::page_geometry(&std::fs::read(&file).unwrap(), None, &Default::default()).unwrap();
     let g = &geometry[page as usize - 1];
     let b: Vec<f32> = first["boxes"][0].as_array().unwrap().iter().map(|v| v.as_f64().unwrap() as f32).collect();
     let [l, t, r, bt] = seqgpt::reader::geometry::to_page([b[0], b[1], b[2], b[3]], g);

@@ -4,9 +4,9 @@
 mod common;
 
 use common::{engine, golden, u32s};
-use seqgpt::generate::{GenerationConfig, Sampling};
-use seqgpt::gguf::GgmlType;
-use seqgpt::scheduler::{Event, JobHandle, Request, Scheduler, SchedulerConfig, SchedulerError, StartOptions};
+use seqgpt_engine::generate::{GenerationConfig, Sampling};
+use seqgpt_engine::gguf::GgmlType;
+use seqgpt_daemon::scheduler::{Event, JobHandle, Request, Scheduler, SchedulerConfig, SchedulerError, StartOptions};
 use std::sync::Arc;
 
 fn greedy(n: usize) -> GenerationConfig {
@@ -18,7 +18,7 @@ fn prompts() -> Vec<Vec<u32>> {
 }
 
 /// Collects a job's tokens from its events and checks them against its completion.
-async fn finish(mut job: JobHandle) -> (Vec<u32>, usize, seqgpt::scheduler::Completion) {
+async fn finish(mut job: JobHandle) -> (Vec<u32>, usize, seqgpt_daemon::scheduler::Completion) {
     let mut streamed = Vec::new();
     let mut text = String::new();
     let mut batch = 0;

@@ -17,9 +17,9 @@
 //! EOS ignored, so each generates exactly `SEQGPT_SCHED_NEW` tokens. Results print as a
 //! table and as one JSON line per run (`SCHED_BENCH {...}`).
 
-use seqgpt::engine::Engine;
-use seqgpt::generate::GenerationConfig;
-use seqgpt::scheduler::{Event, Percentiles, Request, Scheduler, SchedulerConfig, SchedulerError, StartOptions};
+use seqgpt_engine::engine::Engine;
+use seqgpt_engine::generate::GenerationConfig;
+use seqgpt_daemon::scheduler::{Event, Percentiles, Request, Scheduler, SchedulerConfig, SchedulerError, StartOptions};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -37,7 +37,7 @@ fn open() -> Arc<Engine> {
         let _ = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global();
     }
     let spec = std::env::var("SEQGPT_SCHED_DEVICE").unwrap_or_else(|_| "cpu".into());
-    let device = seqgpt::device::select(&spec).expect("SEQGPT_SCHED_DEVICE: cpu or cuda:N (a CUDA build)");
+    let device = seqgpt_engine::device::select(&spec).expect("SEQGPT_SCHED_DEVICE: cpu or cuda:N (a CUDA build)");
     eprintln!("model {path}, device {spec}, {} rayon threads", rayon::current_num_threads());
     Arc::new(Engine::open(&path, &device).expect("open the benchmark model (see the header)"))
 }

@@ -3,9 +3,9 @@
 //! memory guard, failures and shutdown. Virtual time only moves when everything waits on a
 //! timer; the fake's work takes none.
 
-use seqgpt::generate::{FinishReason, GenerationConfig};
-use seqgpt::scheduler::fake::{FakeBackend, FakeLog};
-use seqgpt::scheduler::{
+use seqgpt_engine::generate::{FinishReason, GenerationConfig};
+use seqgpt_daemon::scheduler::fake::{FakeBackend, FakeLog};
+use seqgpt_daemon::scheduler::{
     Event, JobHandle, MemoryModel, Planned, Request, Scheduler, SchedulerConfig, SchedulerError, StartOptions,
 };
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -34,7 +34,7 @@ async fn started(job: &mut JobHandle) -> (usize, usize, bool, Duration) {
 }
 
 /// Reads events to the terminal one; checks that nothing follows it.
-async fn outcome(job: &mut JobHandle) -> Result<seqgpt::scheduler::Completion, SchedulerError> {
+async fn outcome(job: &mut JobHandle) -> Result<seqgpt_daemon::scheduler::Completion, SchedulerError> {
     loop {
         match job.next().await.expect("a terminal event before the stream ends") {
             Event::Finished(c) => {

@@ -5,7 +5,7 @@
 //! `watchdog_interval`) run this test binary again as a child process with the variables set on
 //! the child only, so no test changes the environment of this process.
 
-use seqgpt::sd_notify::{watchdog_interval_from, Notifier};
+use seqgpt_daemon::sd_notify::{watchdog_interval_from, Notifier};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{SocketAddr, UnixDatagram};
 use std::path::PathBuf;
@@ -196,7 +196,7 @@ fn child_pinger() {
         std::process::exit(3);
     };
     n.ready().unwrap();
-    match seqgpt::sd_notify::watchdog_interval() {
+    match seqgpt_daemon::sd_notify::watchdog_interval() {
         Some(every) => {
             for _ in 0..PINGS {
                 std::thread::sleep(every);

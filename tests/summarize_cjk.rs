@@ -7,8 +7,8 @@
 #[path = "pdf/builder.rs"]
 mod builder;
 
-use seqgpt::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
-use seqgpt::summarize::{Cancel, Length, SummaryOptions};
+use seqgpt_daemon::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
+use seqgpt_daemon::summarize::{Cancel, Length, SummaryOptions};
 use std::path::PathBuf;
 
 /// Whether a summary sentence looks like code, a table row or a formula rather than prose.
@@ -92,7 +92,7 @@ fn cjk_pdf(lines: &[(f32, f32, f32, &str)]) -> Vec<u8> {
     builder::doc_with_pages(&mut pdf, &[(content.into_bytes(), format!("<< /Font << /F1 {font} 0 R >> >>"))])
 }
 
-async fn summarize(input: Input, opts: &SummaryOptions) -> seqgpt::summarize::Summary {
+async fn summarize(input: Input, opts: &SummaryOptions) -> seqgpt_daemon::summarize::Summary {
     Pipeline::new(None, None, PipelineSettings::default()).summarize(input, opts, &mut Ignore, &Cancel::new()).await.unwrap()
 }
 
@@ -116,7 +116,7 @@ async fn a_double_spaced_chinese_page_keeps_its_paragraphs_whole() {
         page.push((10.0, if i == 4 { 92.0 } else { 72.0 }, 710.0 - 24.0 * i as f32 - gap, *t));
     }
     let bytes = cjk_pdf(&page);
-    let text = seqgpt::pdf::extract_text(&bytes, &seqgpt::pdf::ExtractOptions::default()).unwrap().pages[0].text.clone();
+    let text = seqgpt_pdf::extract_text(&bytes, &seqgpt_pdf::ExtractOptions::default()).unwrap().pages[0].text.clone();
     assert!(text.contains(&lines[..4].join("\n")), "the paragraph's lines were split:\n{text}");
     assert!(text.contains(&lines[4..].join("\n")), "the paragraph's lines were split:\n{text}");
     let s = summarize(Input::Pdf { bytes, permit: None }, &SummaryOptions { max_words: Some(120), ..Default::default() }).await;

@@ -4,8 +4,8 @@
 
 mod common;
 
-use seqgpt::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
-use seqgpt::summarize::{Cancel, Length, Method, Style, SummaryError, SummaryOptions};
+use seqgpt_daemon::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
+use seqgpt_daemon::summarize::{Cancel, Length, Method, Style, SummaryError, SummaryOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -88,7 +88,7 @@ async fn each_bad_pdf_has_its_error() {
     let past = SummaryOptions { pages: Some(5..=6), ..Default::default() };
     assert!(matches!(err(p.summarize(pdf("report-3pages.pdf"), &past, &mut Ignore, &Cancel::new()).await), SummaryError::InvalidArgs(_)));
     let small = PipelineSettings {
-        pdf_limits: seqgpt::pdf::Limits { max_file_bytes: 1000, ..Default::default() },
+        pdf_limits: seqgpt_pdf::Limits { max_file_bytes: 1000, ..Default::default() },
         ..Default::default()
     };
     let e = err(Pipeline::new(None, None, small).summarize(pdf("one-page.pdf"), &Default::default(), &mut Ignore, &Cancel::new()).await);

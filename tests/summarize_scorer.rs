@@ -7,9 +7,9 @@
 #[path = "pdf/builder.rs"]
 mod builder;
 
-use seqgpt::summarize::pipeline::{explain, Ignore, Input, Pipeline, PipelineSettings};
-use seqgpt::summarize::rank::{dangling_start, word_count};
-use seqgpt::summarize::{Cancel, Method, Summary, SummaryError, SummaryOptions};
+use seqgpt_daemon::summarize::pipeline::{explain, Ignore, Input, Pipeline, PipelineSettings};
+use seqgpt_daemon::summarize::rank::{dangling_start, word_count};
+use seqgpt_daemon::summarize::{Cancel, Method, Summary, SummaryError, SummaryOptions};
 
 /// One text line: font resource, size, x, y, text (a PDF literal string's inside).
 type L<'a> = (&'a str, f32, f32, f32, &'a str);
@@ -167,7 +167,7 @@ fn the_shipped_scorer_scores_a_fixed_document_as_the_fitting_script_did() {
     let golden: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root.join("tests/fixtures/scorer/golden.json")).unwrap()).unwrap();
     let bytes = std::fs::read(root.join(golden["pdf"].as_str().unwrap())).unwrap();
-    let v = explain(Input::Pdf { bytes, permit: None }, &SummaryOptions::default(), &seqgpt::pdf::Limits::default()).unwrap();
+    let v = explain(Input::Pdf { bytes, permit: None }, &SummaryOptions::default(), &seqgpt_pdf::Limits::default()).unwrap();
     let ours = v["sentences"].as_array().unwrap();
     let theirs = golden["sentences"].as_array().unwrap();
     assert_eq!(ours.len(), theirs.len());
@@ -202,7 +202,7 @@ async fn a_double_spaced_page_keeps_its_paragraphs_whole() {
         page.push(("R", 10.0, if i == 4 { 90.0 } else { 72.0 }, 710.0 - 24.0 * i as f32 - gap, *t));
     }
     let bytes = pdf(&[page]);
-    let text = seqgpt::pdf::extract_text(&bytes, &seqgpt::pdf::ExtractOptions::default()).unwrap().pages[0].text.clone();
+    let text = seqgpt_pdf::extract_text(&bytes, &seqgpt_pdf::ExtractOptions::default()).unwrap().pages[0].text.clone();
     assert!(text.contains(&lines[..4].join("\n")), "the paragraph's lines were split:\n{text}");
     assert!(text.contains(&lines[4..].join("\n")), "the paragraph's lines were split:\n{text}");
     let s = summarize(Input::Pdf { bytes, permit: None }, &budget(60)).await.unwrap();
@@ -229,7 +229,7 @@ fn a_page_of_contents_entries_reads_each_entry_with_its_page_number() {
         page.push(("R", 10.0, 72.0, y, *t));
         page.push(("R", 10.0, 400.0, y, ["3", "5", "8", "12", "15", "17", "20"][i]));
     }
-    let text = seqgpt::pdf::extract_text(&pdf(&[page]), &seqgpt::pdf::ExtractOptions::default()).unwrap().pages[0].text.clone();
+    let text = seqgpt_pdf::extract_text(&pdf(&[page]), &seqgpt_pdf::ExtractOptions::default()).unwrap().pages[0].text.clone();
     let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("{needle:?} missing:\n{text}"));
     for (i, t) in entries.iter().enumerate().skip(1) {
         assert!(at(entries[i - 1]) < at(["3", "5", "8", "12", "15", "17", "20"][i - 1]) && at(["3", "5", "8", "12", "15", "17", "20"][i - 1]) < at(t), "entry and number out of order:\n{text}");

@@ -6,11 +6,11 @@
 #[path = "pdf/builder.rs"]
 mod builder;
 
-use seqgpt::pdf::{extract_text, ExtractOptions};
-use seqgpt::summarize::document::{BlockKind, Document, SectionKind};
-use seqgpt::summarize::rank::{word_count, Ranker};
-use seqgpt::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
-use seqgpt::summarize::{Cancel, SummaryOptions};
+use seqgpt_pdf::{extract_text, ExtractOptions};
+use seqgpt_daemon::summarize::document::{BlockKind, Document, SectionKind};
+use seqgpt_daemon::summarize::rank::{word_count, Ranker};
+use seqgpt_daemon::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
+use seqgpt_daemon::summarize::{Cancel, SummaryOptions};
 
 /// One text line: font resource, size, x, y, text (a PDF literal string's inside).
 type L<'a> = (&'a str, f32, f32, f32, &'a str);
@@ -134,7 +134,7 @@ fn the_word_budget_holds_and_is_filled() {
         let chosen = ranker.select(budget, |_| true);
         let words: usize = chosen.iter().map(|&i| ranker.sentences[i].words).sum();
         assert!(words <= budget, "{words} words for a budget of {budget}");
-        assert_eq!(word_count(&ranker.render(&chosen, seqgpt::summarize::Style::Paragraph, budget)), words);
+        assert_eq!(word_count(&ranker.render(&chosen, seqgpt_daemon::summarize::Style::Paragraph, budget)), words);
         if prose_words >= budget && budget >= 40 {
             assert!(words * 100 >= budget * 85, "{words} words fill less than 85% of {budget}");
         }

@@ -6,9 +6,9 @@
 //! `cpu_kernels`: which CPU matmul kernels this machine runs, e.g. "avx2 packed").
 
 use super::common::{init_threads, ModelArgs};
-use crate::engine::Engine;
-use crate::model::Logits;
-use crate::sysinfo::{peak_rss_bytes, rss_bytes};
+use seqgpt_engine::engine::Engine;
+use seqgpt_engine::model::Logits;
+use seqgpt_engine::sysinfo::{peak_rss_bytes, rss_bytes};
 use anyhow::Context;
 use std::time::Instant;
 
@@ -92,7 +92,7 @@ fn measure(engine: &Engine, batch: usize, prompt_len: usize, gen: usize) -> anyh
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     init_threads(args.model.threads);
-    let device = crate::device::select(&args.model.device)?;
+    let device = seqgpt_engine::device::select(&args.model.device)?;
     let file_bytes = std::fs::metadata(&args.model.model).map(|m| m.len()).unwrap_or(0);
     let start = Instant::now();
     let engine = Engine::open(&args.model.model, &device).with_context(|| format!("loading {}", args.model.model.display()))?;
@@ -128,9 +128,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         "peak_rss_bytes": peak_rss_bytes(),
         "rss_after_open_bytes": rss_after_open,
         "file_bytes": file_bytes,
-        "device": crate::device::describe(&device),
+        "device": seqgpt_engine::device::describe(&device),
         "threads": threads,
-        "cpu_kernels": crate::kernels::packed::kernel_family(),
+        "cpu_kernels": seqgpt_engine::kernels::packed::kernel_family(),
         "runs": runs,
     });
     if args.json {
@@ -143,7 +143,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             file_bytes as f64 / 1e6,
             peak_rss_bytes() as f64 / 1e6,
             threads,
-            crate::kernels::packed::kernel_family()
+            seqgpt_engine::kernels::packed::kernel_family()
         );
     }
     Ok(())

@@ -1,6 +1,6 @@
 //! Arguments and helpers shared by the subcommands.
 
-use crate::engine::Engine;
+use seqgpt_engine::engine::Engine;
 use anyhow::Context;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -16,10 +16,10 @@ pub struct ModelArgs {
     pub threads: usize,
 }
 
-pub use crate::device::init_threads;
+pub use seqgpt_engine::device::init_threads;
 
 pub fn open_engine(args: &ModelArgs) -> anyhow::Result<Engine> {
     init_threads(args.threads);
-    let device = crate::device::select(&args.device)?;
+    let device = seqgpt_engine::device::select(&args.device)?;
     Engine::open(&args.model, &device).with_context(|| format!("loading {}", args.model.display()))
 }

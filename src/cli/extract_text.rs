@@ -4,7 +4,7 @@
 //! Repairs of a damaged file are reported on stderr as warnings; pages whose content is
 //! missing from the file make the command fail after printing what could be read.
 
-use crate::pdf::{self, ExtractOptions, Limits};
+use seqgpt_pdf::{ExtractOptions, Limits};
 use anyhow::{bail, Context};
 use std::io::Write;
 use std::ops::RangeInclusive;
@@ -45,7 +45,7 @@ pub fn run(args: ExtractTextArgs) -> anyhow::Result<()> {
     }
     let bytes = std::fs::read(&args.file).with_context(|| format!("cannot read {}", args.file.display()))?;
     let opts = ExtractOptions { pages: args.pages, password: args.password, limits, cancel: None };
-    let doc = pdf::extract_text(&bytes, &opts).with_context(|| args.file.display().to_string())?;
+    let doc = seqgpt_pdf::extract_text(&bytes, &opts).with_context(|| args.file.display().to_string())?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     for page in &doc.pages {

@@ -1,7 +1,7 @@
 //! `seqgpt generate`: run the model on one prompt or a batch of prompts.
 
 use super::common::{open_engine, ModelArgs};
-use crate::generate::{GenerationConfig, Sampling};
+use seqgpt_engine::generate::{GenerationConfig, Sampling};
 use anyhow::Context;
 
 #[derive(clap::Args, Debug)]

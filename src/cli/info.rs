@@ -1,8 +1,8 @@
 //! `seqgpt info`: the device, its memory, the Jetson model if any, and where each part of a
 //! model would run (the placement plan).
 
-use crate::gguf::GgufFile;
-use crate::model::BloomConfig;
+use seqgpt_engine::gguf::GgufFile;
+use seqgpt_engine::model::BloomConfig;
 use anyhow::Context;
 
 #[derive(clap::Args, Debug)]
@@ -19,15 +19,15 @@ pub struct InfoArgs {
 }
 
 pub fn run(args: InfoArgs) -> anyhow::Result<()> {
-    let device = crate::device::select(&args.device)?;
-    let info = crate::device::info(&device);
-    let jetson = crate::sysinfo::jetson_model();
+    let device = seqgpt_engine::device::select(&args.device)?;
+    let info = seqgpt_engine::device::info(&device);
+    let jetson = seqgpt_engine::sysinfo::jetson_model();
     let mut plan = Vec::new();
     if let Some(path) = &args.model {
         let file = GgufFile::open(path).with_context(|| format!("reading {}", path.display()))?;
         let cfg = BloomConfig::from_gguf(&file)?;
         let gpu = !device.is_cpu();
-        let placement = crate::model::placement::plan(&file.tensors, gpu);
+        let placement = seqgpt_engine::model::placement::plan(&file.tensors, gpu);
         for (t, place) in &placement.tensors {
             plan.push(serde_json::json!({"tensor": t.name, "type": t.dtype.name(), "bytes": t.byte_len, "device": place.describe()}));
         }

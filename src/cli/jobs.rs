@@ -5,7 +5,7 @@
 
 use super::remote::RemoteArgs;
 use super::summarize::{anchors_of, dict_to_json, print_outcome, remote_error, Outcome};
-use crate::service::client;
+use seqgpt_daemon::service::client;
 use anyhow::Context;
 use zbus::zvariant::OwnedObjectPath;
 

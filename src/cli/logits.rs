@@ -29,7 +29,7 @@ pub fn run(args: LogitsArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn print_logits(engine: &crate::engine::Engine, prompt: &str, top: Option<usize>) -> anyhow::Result<()> {
+fn print_logits(engine: &seqgpt_engine::engine::Engine, prompt: &str, top: Option<usize>) -> anyhow::Result<()> {
     let ids = engine.encode(prompt)?;
     let logits = engine.last_logits(&ids)?;
     let out = match top {

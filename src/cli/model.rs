@@ -4,11 +4,11 @@
 //! where its parts would run. Exit status 1 when the daemon could not use the file (it would
 //! then summarize extractively).
 
-use crate::arch::key;
-use crate::config::Config;
-use crate::engine::Engine;
-use crate::gguf::GgufFile;
-use crate::model::BloomConfig;
+use seqgpt_engine::arch::key;
+use seqgpt_daemon::config::Config;
+use seqgpt_engine::engine::Engine;
+use seqgpt_engine::gguf::GgufFile;
+use seqgpt_engine::model::BloomConfig;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -91,8 +91,8 @@ fn inspect(args: &CheckArgs, cfg: &Config, device_spec: &str) -> Result<serde_js
     let file = GgufFile::open(path).map_err(|e| format!("not a readable GGUF file: {e}"))?;
     let arch = file.get_str(key::ARCHITECTURE).map_err(|e| e.to_string())?.to_string();
     let shape = BloomConfig::from_gguf(&file).map_err(|e| format!("not a BLOOM-family model this daemon runs: {e}"))?;
-    let device = crate::device::select(device_spec).map_err(|e| e.to_string())?;
-    crate::device::init_threads(cfg.threads);
+    let device = seqgpt_engine::device::select(device_spec).map_err(|e| e.to_string())?;
+    seqgpt_engine::device::init_threads(cfg.threads);
     // What the daemon does at start: the whole model is built (every tensor checked against
     // the architecture's table, the tokenizer read) on the device.
     let engine = Engine::open(path, &device).map_err(|e| format!("the daemon could not load it: {e}"))?;
@@ -114,11 +114,11 @@ fn inspect(args: &CheckArgs, cfg: &Config, device_spec: &str) -> Result<serde_js
         types.into_iter().map(|(k, (n, b))| (k, serde_json::json!({"tensors": n, "bytes": b}))).collect();
     let tokens = file.get(key::TOKENS).and_then(|v| v.as_array()).map_or(0, |a| a.len());
     let tokenizer = file.get(key::TOKENIZER_MODEL).and_then(|v| v.as_str()).unwrap_or("?").to_string();
-    let described = crate::device::describe(&device);
+    let described = seqgpt_engine::device::describe(&device);
     let placement = if device.is_cpu() {
         "everything on the CPU, weights read from the mapped file".to_string()
     } else {
-        let on_gpu = crate::model::placement::plan(&file.tensors, true).gpu_bytes;
+        let on_gpu = seqgpt_engine::model::placement::plan(&file.tensors, true).gpu_bytes;
         format!("token embeddings on the CPU, layers and head on the GPU ({:.1} MB)", on_gpu as f64 / 1e6)
     };
     drop(engine);

@@ -6,7 +6,7 @@
 //! started beside a system service would load a second copy of the model, which an 8 GB board
 //! cannot afford. `--system`, `--session` and `--address` choose explicitly.
 
-use crate::service::{client, connection_builder, Bus};
+use seqgpt_daemon::service::{client, connection_builder, Bus};
 use anyhow::{bail, Context};
 use zbus::Connection;
 

@@ -1,8 +1,8 @@
-//! `seqgptd`'s command line: which bus, which config, which model; then [`crate::app`].
+//! `seqgptd`'s command line: which bus, which config, which model; then [`seqgpt_daemon::app`].
 
-use crate::app::{run_daemon, DaemonOptions};
-use crate::config::Config;
-use crate::service::Bus;
+use seqgpt_daemon::app::{run_daemon, DaemonOptions};
+use seqgpt_daemon::config::Config;
+use seqgpt_daemon::service::Bus;
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
 

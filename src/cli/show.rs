@@ -11,7 +11,7 @@ use super::remote::RemoteArgs;
 use super::summarize::{self, Outcome, SummarizeArgs};
 use crate::reader::launch::{self, Reader};
 use crate::reader::zathura;
-use crate::summarize::{Language, Length, MethodChoice, Style};
+use seqgpt_daemon::summarize::{Language, Length, MethodChoice, Style};
 use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -121,7 +121,7 @@ pub fn run(args: ShowArgs) -> anyhow::Result<()> {
         Some(n) => n as usize - 1,
         None => 0,
     };
-    let pages = crate::pdf::page_geometry(&std::fs::read(&args.file)?, sargs.password.as_deref(), &Default::default())
+    let pages = seqgpt_pdf::page_geometry(&std::fs::read(&args.file)?, sargs.password.as_deref(), &Default::default())
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     runtime.block_on(show(&args, &sargs, &outcome, &pages, current))
@@ -138,7 +138,7 @@ fn print_numbered(o: &Outcome) {
     }
 }
 
-async fn show(args: &ShowArgs, sargs: &SummarizeArgs, o: &Outcome, pages: &[crate::pdf::PageGeometry], current: usize) -> anyhow::Result<()> {
+async fn show(args: &ShowArgs, sargs: &SummarizeArgs, o: &Outcome, pages: &[seqgpt_pdf::PageGeometry], current: usize) -> anyhow::Result<()> {
     let installed = launch::installed();
     // zathura first when it already shows the file, whatever `auto` would pick.
     let session = zbus::Connection::session().await;

@@ -3,15 +3,15 @@
 //! stdout; or, with `--local`, from the pipeline in this process (extractive unless `--model`
 //! is given), which needs neither a daemon nor model weights.
 
-use crate::config::Config;
-use crate::service::errors::ServiceError;
-use crate::service::client::{self, JobSignal};
-use crate::service::options::{parse_pages, RequestOptions};
-use crate::service::SERVICE_NAME;
+use seqgpt_daemon::config::Config;
+use seqgpt_daemon::service::errors::ServiceError;
+use seqgpt_daemon::service::client::{self, JobSignal};
+use seqgpt_daemon::service::options::{parse_pages, RequestOptions};
+use seqgpt_daemon::service::SERVICE_NAME;
 use super::remote::RemoteArgs;
-use crate::summarize::pipeline::{Input, Observer, Stage};
-use crate::summarize::document::Anchor;
-use crate::summarize::{Language, Length, MethodChoice, Style, Summary, SummaryOptions};
+use seqgpt_daemon::summarize::pipeline::{Input, Observer, Stage};
+use seqgpt_daemon::summarize::document::Anchor;
+use seqgpt_daemon::summarize::{Language, Length, MethodChoice, Style, Summary, SummaryOptions};
 use anyhow::{bail, Context};
 use futures_util::StreamExt;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -134,12 +134,12 @@ pub fn run(mut args: SummarizeArgs) -> anyhow::Result<()> {
     }
     if args.local {
         // The benchmark's switch (SEQGPT_SUMMARY_ABLATE): read here only, never by the daemon.
-        crate::summarize::ablation::enable_from_env().map_err(|e| anyhow::anyhow!(e))?;
+        seqgpt_daemon::summarize::ablation::enable_from_env().map_err(|e| anyhow::anyhow!(e))?;
     }
     if args.explain {
         let bytes = read_input(&args)?;
         let input = if args.text { Input::Text(text_of(bytes, &args)?) } else { Input::Pdf { bytes, permit: None } };
-        let v = crate::summarize::pipeline::explain(input, &args.options()?, &crate::pdf::Limits::default())
+        let v = seqgpt_daemon::summarize::pipeline::explain(input, &args.options()?, &seqgpt_pdf::Limits::default())
             .map_err(|e| anyhow::anyhow!("{}", ServiceError::from(e)))?;
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(());
@@ -313,7 +313,7 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
         cfg.threads = t;
     }
     let mut opts = args.options()?;
-    if !crate::summarize::ablation::stages().is_empty() {
+    if !seqgpt_daemon::summarize::ablation::stages().is_empty() {
         // A summary with stages switched off is a measurement, not one to keep.
         opts.no_cache = true;
     }
@@ -324,7 +324,7 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     if !want_model {
         cfg.model = None;
     }
-    let built = tokio::task::block_in_place(|| crate::app::pipeline(&cfg, args.model.as_deref().filter(|_| want_model), None))?;
+    let built = tokio::task::block_in_place(|| seqgpt_daemon::app::pipeline(&cfg, args.model.as_deref().filter(|_| want_model), None))?;
     let (pipeline, scheduler) = (built.pipeline, built.scheduler);
     let bytes = read_input(args)?;
     let input = if args.text {
@@ -340,7 +340,7 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
         Input::Pdf { bytes, permit: None }
     };
     let mut obs = LocalObserver { display: Display::new(), streams: HashMap::new() };
-    let result = pipeline.summarize(input, &opts, &mut obs, &crate::summarize::Cancel::new()).await;
+    let result = pipeline.summarize(input, &opts, &mut obs, &seqgpt_daemon::summarize::Cancel::new()).await;
     obs.display.finish();
     drop(pipeline);
     if let Some(g) = scheduler {

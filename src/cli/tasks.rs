@@ -4,7 +4,7 @@
 
 use super::remote::RemoteArgs;
 use super::summarize::remote_error;
-use crate::service::client;
+use seqgpt_daemon::service::client;
 use anyhow::Context;
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -9,7 +9,7 @@
 //! job with `org.seqgpt.Summarizer1.Error.ShuttingDown`, stop the engine, exit 0.
 
 use crate::config::Config;
-use crate::engine::Engine;
+use seqgpt_engine::engine::Engine;
 use crate::sd_notify::{watchdog_interval, Notifier};
 use crate::service::{connection_builder, core, introspection, summarizer, Bus, SERVICE_NAME, SERVICE_PATH};
 use anyhow::{bail, Context};
@@ -65,8 +65,8 @@ fn load_model(
         tracing::warn!("model file {} does not exist: summaries are extractive", path.display());
         return Ok(None);
     }
-    crate::device::init_threads(cfg.threads);
-    let device = crate::device::select(&cfg.device)?;
+    seqgpt_engine::device::init_threads(cfg.threads);
+    let device = seqgpt_engine::device::select(&cfg.device)?;
     let engine = match Engine::open(&path, &device) {
         Ok(e) => e,
         Err(e) => {
@@ -76,11 +76,11 @@ fn load_model(
     };
     let name = engine
         .file
-        .get(crate::arch::key::NAME)
+        .get(seqgpt_engine::arch::key::NAME)
         .and_then(|v| v.as_str())
         .map(str::to_string)
         .unwrap_or_else(|| path.file_stem().map_or("model".into(), |s| s.to_string_lossy().into_owned()));
-    let device_name = crate::device::describe(&device);
+    let device_name = seqgpt_engine::device::describe(&device);
     let context_length = engine.model.cfg.context_length;
     let (template_name, template, reason) = cfg.template_for(&name);
     let identity = model_identity(&path, &name, &template_name, &template);
@@ -135,10 +135,10 @@ pub fn open_cache(cfg: &Config) -> Option<SummaryCache> {
 
 /// The pipeline's settings from the config: chunk cap, PDF limits, extraction concurrency.
 pub fn pipeline_settings(cfg: &Config) -> PipelineSettings {
-    let pdf_limits = crate::pdf::Limits {
+    let pdf_limits = seqgpt_pdf::Limits {
         max_file_bytes: usize::try_from(cfg.service.max_pdf_bytes).unwrap_or(usize::MAX),
         max_pages: cfg.service.max_pages,
-        ..crate::pdf::Limits::default()
+        ..seqgpt_pdf::Limits::default()
     };
     PipelineSettings {
         max_model_chunks: cfg.summarize.max_model_chunks,

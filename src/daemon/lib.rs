@@ -5,8 +5,9 @@
 //! [`sd_notify`] (systemd's notify protocol), and [`app`], the one place that builds engine ->
 //! scheduler -> pipeline -> service from a config (`seqgptd` and `seqgpt summarize --local`).
 //!
-//! The inference layer and the PDF extractor are crates of their own (seqgpt-engine,
-//! seqgpt-pdf); their modules are re-exported here under the names this crate's code uses.
+//! The inference layer and the PDF extractor are crates of their own, named where they are
+//! used (`seqgpt_engine::...`, `seqgpt_pdf::...`), so a reader can tell which crate a type
+//! lives in.
 
 pub mod app;
 pub mod config;
@@ -14,6 +15,3 @@ pub mod scheduler;
 pub mod sd_notify;
 pub mod service;
 pub mod summarize;
-
-pub use seqgpt_engine::{arch, device, engine, generate, gguf, model, sysinfo, tokenizer};
-pub use seqgpt_pdf as pdf;

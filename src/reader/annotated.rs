@@ -1,7 +1,7 @@
-//! The annotated copy: built by the summarizer's [`crate::summarize::annotate`] (shared with
+//! The annotated copy: built by the summarizer's [`seqgpt_daemon::summarize::annotate`] (shared with
 //! the daemon's `annotate_fd` option), written here to a file without ever leaving half of one.
 
-pub use crate::summarize::annotate::{annotated_copy, annotations, unplaceable, HIGHLIGHT_RGB};
+pub use seqgpt_daemon::summarize::annotate::{annotated_copy, annotations, unplaceable, HIGHLIGHT_RGB};
 
 /// Writes `bytes` to `path` through a temporary file beside it, so that a failure leaves no
 /// half-written copy and an existing file is replaced whole.

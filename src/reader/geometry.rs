@@ -3,7 +3,7 @@
 //! that is of its visible area (CropBox) turned by its /Rotate, as poppler renders it (zathura,
 //! Evince, pdftoppm): where a sentence lands on a reader's screen.
 
-use crate::pdf::PageGeometry;
+use seqgpt_pdf::PageGeometry;
 
 /// `b` = (x0, y0, x1, y1) in user space -> (left, top, right, bottom) on the shown page.
 pub fn to_page(b: [f32; 4], g: &PageGeometry) -> [f64; 4] {

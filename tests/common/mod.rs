@@ -2,8 +2,8 @@
 #![allow(dead_code)]
 
 use seqgpt_quantize::convert::convert_plain;
-use seqgpt::engine::Engine;
-use seqgpt::gguf::GgmlType;
+use seqgpt_engine::engine::Engine;
+use seqgpt_engine::gguf::GgmlType;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -48,7 +48,7 @@ pub fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 }
 
 pub fn argmax(v: &[f32]) -> usize {
-    seqgpt::generate::sampler::argmax(v) as usize
+    seqgpt_engine::generate::sampler::argmax(v) as usize
 }
 
 /// Number of leading greedy steps whose top-2 margin (in the reference) is safe to compare:

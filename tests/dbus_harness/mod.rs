@@ -5,7 +5,7 @@
 //! that is a failure: .ci/run installs Debian's dbus package.
 #![allow(dead_code)]
 
-use seqgpt::service::client::{self, JobSignal};
+use seqgpt_daemon::service::client::{self, JobSignal};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -335,7 +335,7 @@ pub fn long_article(parts: usize) -> String {
 
 /// The tiny random BLOOM fixture as a GGUF file (f16 matrices).
 pub fn tiny() -> String {
-    crate::common::gguf("tiny", seqgpt::gguf::GgmlType::F16).display().to_string()
+    crate::common::gguf("tiny", seqgpt_engine::gguf::GgmlType::F16).display().to_string()
 }
 
 /// A model config whose jobs take seconds: long prompts, long answers. `extra` goes before

@@ -104,12 +104,12 @@ pub fn helvetica_page(content: &[u8]) -> Vec<u8> {
 }
 
 /// The text of all pages, or the error.
-pub fn text(pdf: &[u8]) -> Result<String, seqgpt::pdf::PdfError> {
-    text_with(pdf, &seqgpt::pdf::ExtractOptions::default())
+pub fn text(pdf: &[u8]) -> Result<String, seqgpt_pdf::PdfError> {
+    text_with(pdf, &seqgpt_pdf::ExtractOptions::default())
 }
 
-pub fn text_with(pdf: &[u8], opts: &seqgpt::pdf::ExtractOptions) -> Result<String, seqgpt::pdf::PdfError> {
-    let d = seqgpt::pdf::extract_text(pdf, opts)?;
+pub fn text_with(pdf: &[u8], opts: &seqgpt_pdf::ExtractOptions) -> Result<String, seqgpt_pdf::PdfError> {
+    let d = seqgpt_pdf::extract_text(pdf, opts)?;
     Ok(d.pages.iter().map(|p| p.text.as_str()).collect::<Vec<_>>().join("\x0c"))
 }
 

@@ -11,13 +11,13 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use seqgpt::config::ServiceConfig;
-use seqgpt::service::bus_string::{BusString, MESSAGE_MAX, TEXT_MAX};
-use seqgpt::service::errors::ServiceError;
-use seqgpt::service::intake;
-use seqgpt::service::jobs::{stats_dict, Source};
-use seqgpt::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
-use seqgpt::summarize::{Cancel, Summary};
+use seqgpt_daemon::config::ServiceConfig;
+use seqgpt_daemon::service::bus_string::{BusString, MESSAGE_MAX, TEXT_MAX};
+use seqgpt_daemon::service::errors::ServiceError;
+use seqgpt_daemon::service::intake;
+use seqgpt_daemon::service::jobs::{stats_dict, Source};
+use seqgpt_daemon::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
+use seqgpt_daemon::summarize::{Cancel, Summary};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 use zbus::zvariant::{self, OwnedValue, Value};

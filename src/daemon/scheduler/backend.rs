@@ -5,7 +5,7 @@
 //! A backend lives on the scheduler's engine thread and is only ever called from there.
 
 use super::memory::{BatchState, MemoryModel};
-use crate::generate::{GenerationConfig, Generated};
+use seqgpt_engine::generate::{GenerationConfig, Generated};
 use std::sync::Arc;
 
 /// A sequence to admit.

@@ -3,8 +3,8 @@
 
 use super::backend::{Backend, FreeMemoryFn, ModelInfo, NewSequence, TextEncoder, Update};
 use super::memory::{cpu_free_memory, BatchState, MemoryModel, RowState};
-use crate::engine::Engine;
-use crate::generate::{Batch, Generated, Sequence};
+use seqgpt_engine::engine::Engine;
+use seqgpt_engine::generate::{Batch, Generated, Sequence};
 use candle_core::Device;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -63,7 +63,7 @@ pub fn free_memory_fn(device: &Device) -> FreeMemoryFn {
         Device::Cpu => Arc::new(cpu_free_memory),
         d => {
             let d = d.clone();
-            Arc::new(move || crate::device::free_memory_bytes(&d))
+            Arc::new(move || seqgpt_engine::device::free_memory_bytes(&d))
         }
     }
 }

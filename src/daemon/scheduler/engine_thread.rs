@@ -11,7 +11,7 @@
 
 use super::backend::{Backend, NewSequence, Update};
 use super::memory::BatchState;
-use crate::generate::Generated;
+use seqgpt_engine::generate::Generated;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::mpsc;
 use std::thread::JoinHandle;

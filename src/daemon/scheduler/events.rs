@@ -1,6 +1,6 @@
 //! What callers send and receive: requests, the events of a job, and errors.
 
-use crate::generate::{FinishReason, GenerationConfig};
+use seqgpt_engine::generate::{FinishReason, GenerationConfig};
 use std::time::Duration;
 
 /// A prompt, as text (tokenized at submit) or token ids.

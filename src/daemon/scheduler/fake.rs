@@ -6,7 +6,7 @@
 
 use super::backend::{Backend, ModelInfo, NewSequence, Update};
 use super::memory::{BatchState, MemoryModel, RowState};
-use crate::generate::{FinishReason, Generated};
+use seqgpt_engine::generate::{FinishReason, Generated};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -14,7 +14,7 @@
 
 use super::backend::{Backend, ModelInfo, NewSequence, Update};
 use super::memory::BatchState;
-use crate::generate::Generated;
+use seqgpt_engine::generate::Generated;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -77,7 +77,7 @@ impl<B: Backend> Backend for Held<B> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generate::GenerationConfig;
+    use seqgpt_engine::generate::GenerationConfig;
     use crate::scheduler::fake::FakeBackend;
     use std::sync::mpsc;
 

@@ -17,9 +17,9 @@
 //! The guard compares the peak of an admission with the budget: while joiners prefill, the
 //! running cache, the joiners' fresh cache and the prefill activations are all live, and
 //! merging them copies one layer at a time; afterwards the merged cache grows (by doubling,
-//! as [`crate::model::KvCache`] does) until every row can finish.
+//! as [`seqgpt_engine::model::KvCache`] does) until every row can finish.
 
-use crate::model::BloomConfig;
+use seqgpt_engine::model::BloomConfig;
 use candle_core::DType;
 
 /// The model facts the estimate needs.
@@ -190,8 +190,8 @@ impl Budget {
 /// Free memory for a batch on the CPU: `MemAvailable`, capped by the room left under the
 /// cgroup's `memory.max`.
 pub fn cpu_free_memory() -> Option<u64> {
-    let avail = crate::sysinfo::mem_available_bytes();
-    let cgroup = crate::sysinfo::cgroup_memory_headroom_bytes();
+    let avail = seqgpt_engine::sysinfo::mem_available_bytes();
+    let cgroup = seqgpt_engine::sysinfo::cgroup_memory_headroom_bytes();
     match (avail, cgroup) {
         (Some(a), Some(c)) => Some(a.min(c)),
         (a, c) => a.or(c),

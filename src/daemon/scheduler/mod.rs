@@ -47,7 +47,7 @@ pub use handle::{Canceller, JobHandle};
 pub use memory::{Budget, MemoryModel, Planned};
 pub use stats::{Percentiles, Stats};
 
-use crate::engine::Engine;
+use seqgpt_engine::engine::Engine;
 use backend::FreeMemoryFn;
 use engine_thread::EngineThread;
 use shared::{Pending, Shared};

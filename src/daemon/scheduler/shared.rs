@@ -3,7 +3,7 @@
 use super::events::{Event, SchedulerError};
 use super::stats::Recorder;
 use super::window::{Waiting, Window};
-use crate::generate::GenerationConfig;
+use seqgpt_engine::generate::GenerationConfig;
 use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard};
 use tokio::sync::mpsc::UnboundedSender;

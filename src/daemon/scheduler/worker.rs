@@ -10,7 +10,7 @@ use super::events::{Completion, Event, SchedulerError};
 use super::memory::{BatchState, Budget, MemoryModel, Planned};
 use super::shared::{fail_waiting, Pending, Shared, SharedState};
 use super::window::Waiting;
-use crate::generate::{FinishReason, Generated};
+use seqgpt_engine::generate::{FinishReason, Generated};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;

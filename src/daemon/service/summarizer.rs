@@ -334,8 +334,8 @@ impl Summarizer {
         put("jobs_running", Value::from(running));
         put("jobs_retained", Value::from(retained));
         put("model_queue", Value::from(self.core.served().pipeline.model().map_or(0, |m| m.scheduler.queue_len()) as u32));
-        put("rss_bytes", Value::from(crate::sysinfo::rss_bytes()));
-        put("peak_rss_bytes", Value::from(crate::sysinfo::peak_rss_bytes()));
+        put("rss_bytes", Value::from(seqgpt_engine::sysinfo::rss_bytes()));
+        put("peak_rss_bytes", Value::from(seqgpt_engine::sysinfo::peak_rss_bytes()));
         put("uptime_s", Value::from(self.core.uptime_s()));
         put("retained_bytes", Value::from(self.core.retained_bytes() as u64));
         put("bus", BusString::message(self.core.bus.as_str()).into());

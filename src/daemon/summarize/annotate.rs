@@ -1,12 +1,12 @@
 //! A summary as annotations of a copy of its PDF: one highlight per summary sentence (its
 //! number and text as the highlight's comment), and one note on the sentences' first page
 //! with the whole summary and how it was made. The copy is the original plus an incremental
-//! update ([`crate::pdf::annotate`]), so the original's bytes are its prefix. The command line
+//! update ([`seqgpt_pdf::annotate`]), so the original's bytes are its prefix. The command line
 //! (`seqgpt summarize --annotate`, `seqgpt show`) and the D-Bus option `annotate_fd` both
 //! write it from here.
 
 use super::document::Anchor;
-use crate::pdf::{AnnotateError, Annotations, Highlight, Limits};
+use seqgpt_pdf::{AnnotateError, Annotations, Highlight, Limits};
 
 /// The colour the highlights are drawn in: the yellow of a highlighter pen.
 pub const HIGHLIGHT_RGB: [f32; 3] = [1.0, 0.85, 0.1];
@@ -52,7 +52,7 @@ pub fn unplaceable(sentences: &[Anchor], method: &str) -> Option<String> {
 
 /// The original PDF with the summary's annotations appended.
 pub fn annotated_copy(pdf: &[u8], summary: &str, sentences: &[Anchor], made_by: &str) -> Result<Vec<u8>, AnnotateError> {
-    crate::pdf::annotate(pdf, &annotations(summary, sentences, made_by), &Limits::default())
+    seqgpt_pdf::annotate(pdf, &annotations(summary, sentences, made_by), &Limits::default())
 }
 
 #[cfg(test)]

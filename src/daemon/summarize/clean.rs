@@ -6,7 +6,8 @@
 //! The input is what the PDF extractor produces (one text per page, with its layout lines),
 //! or plain text split into pages at form feeds (lines are its own lines).
 
-use super::document::{CleanStats, Line, Page};
+use super::document::{CleanStats, Line};
+use seqgpt_pdf::PageText;
 use super::text::{is_cjk_letter, joins_hyphenated, unified_ideograph};
 use super::{Cancel, SummaryError};
 use std::collections::{BTreeMap, BTreeSet};
@@ -24,7 +25,7 @@ struct Raw {
     layout: Option<usize>,
 }
 
-fn raw_lines(page: &Page) -> Vec<Raw> {
+fn raw_lines(page: &PageText) -> Vec<Raw> {
     if !page.lines.is_empty() {
         return page
             .lines
@@ -52,7 +53,7 @@ fn raw_lines(page: &Page) -> Vec<Raw> {
 
 /// The lines of `pages`, cleaned; the text of the running headers and footers removed (the
 /// title is often among them); and what was removed.
-pub fn lines_of(pages: &[Page], cancel: &Cancel) -> Result<(Vec<Line>, Vec<String>, CleanStats), SummaryError> {
+pub fn lines_of(pages: &[PageText], cancel: &Cancel) -> Result<(Vec<Line>, Vec<String>, CleanStats), SummaryError> {
     let mut stats = CleanStats::default();
     let raws: Vec<Vec<Raw>> = pages.iter().map(raw_lines).collect();
     let texts: Vec<Vec<&str>> = pages.iter().zip(&raws).map(|(p, rs)| rs.iter().map(|r| &p.text[r.start..r.end]).collect()).collect();

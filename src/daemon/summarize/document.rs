@@ -10,11 +10,8 @@
 use super::chunk::Paragraph;
 use super::text::{join_pieces, joins_hyphenated};
 use serde::{Deserialize, Serialize};
+use seqgpt_pdf::PageText;
 use std::ops::Range;
-
-/// A page of the input: the extractor's page (text and layout lines); plain text pages have
-/// no layout.
-pub use crate::pdf::PageText as Page;
 
 /// What a block is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,7 +177,7 @@ pub struct Anchor {
 /// A cleaned, structured document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Document {
-    pub pages: Vec<Page>,
+    pub pages: Vec<PageText>,
     pub lines: Vec<Line>,
     pub blocks: Vec<Block>,
     pub sections: Vec<Section>,
@@ -298,19 +295,19 @@ fn ceil_boundary(s: &str, mut i: usize) -> usize {
 }
 
 /// Pages of plain text: form feeds separate them.
-pub fn text_pages(text: &str) -> Vec<Page> {
+pub fn text_pages(text: &str) -> Vec<PageText> {
     text.split('\u{000C}')
         .enumerate()
-        .map(|(i, p)| Page { number: i as u32 + 1, text: p.to_string(), status: crate::pdf::PageStatus::Text, lines: Vec::new(), area: None })
+        .map(|(i, p)| PageText { number: i as u32 + 1, text: p.to_string(), status: seqgpt_pdf::PageStatus::Text, lines: Vec::new(), area: None })
         .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pdf::{extract_text, ExtractOptions};
+    use seqgpt_pdf::{extract_text, ExtractOptions};
 
-    fn sample(name: &str) -> Vec<Page> {
+    fn sample(name: &str) -> Vec<PageText> {
         let bytes = std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/pdf-samples").join(name)).unwrap();
         extract_text(&bytes, &ExtractOptions::default()).unwrap().pages
     }

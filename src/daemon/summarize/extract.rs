@@ -1,9 +1,8 @@
-//! The pipeline's first step for PDFs: the extractor (`crate::pdf`), its limits, and its
+//! The pipeline's first step for PDFs: the extractor (`seqgpt_pdf`), its limits, and its
 //! errors as summary errors (which the daemon maps to its D-Bus error names).
 
-use super::document::Page;
 use super::{Cancel, SummaryError, SummaryOptions};
-use crate::pdf::{self, ExtractOptions, Limits, PdfError};
+use seqgpt_pdf::{ExtractOptions, Limits, PageText, PdfError};
 
 /// The pages of a PDF, as the cleaner takes them.
 #[derive(Debug, Clone, PartialEq)]
@@ -11,7 +10,7 @@ pub struct ExtractedPages {
     /// Pages in the document (not only the selected ones).
     pub page_count: u32,
     /// The selected pages that have text, with their layout.
-    pub pages: Vec<Page>,
+    pub pages: Vec<PageText>,
     /// Repairs made to a damaged file, one line each.
     pub warnings: Vec<String>,
     /// The document's title from its metadata, if any.
@@ -35,13 +34,13 @@ pub fn extract_pages(bytes: &[u8], opts: &SummaryOptions, limits: &Limits, cance
         limits: limits.clone(),
         cancel: Some(cancel.flag()),
     };
-    let doc = pdf::extract_text(bytes, &eo).map_err(map_error)?;
+    let doc = seqgpt_pdf::extract_text(bytes, &eo).map_err(map_error)?;
     let mut warnings = doc.warnings.clone();
     let without = doc.pages_without_text();
     if !without.is_empty() {
         warnings.push(format!("pages without a text layer (image-only?) were skipped: {}", list(&without)));
     }
-    let pages = doc.pages.into_iter().filter(|p| p.status == pdf::PageStatus::Text).collect();
+    let pages = doc.pages.into_iter().filter(|p| p.status == seqgpt_pdf::PageStatus::Text).collect();
     Ok(ExtractedPages { page_count: doc.page_count, pages, warnings, title: doc.title })
 }
 

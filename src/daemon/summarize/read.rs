@@ -1,13 +1,14 @@
 //! Reading pages into a [`Document`]: their lines cleaned ([`super::clean`]), then the blocks
 //! and sections read from them ([`super::structure`]).
 
-use super::document::{Document, Page};
+use super::document::Document;
+use seqgpt_pdf::PageText;
 use super::{clean, structure, Cancel, SummaryError};
 
 impl Document {
     /// Reads `pages`: lines, running headers and footers removed, blocks classified and
     /// grouped into sections. `title` is the document's title when the caller knows it.
-    pub fn read(pages: Vec<Page>, title: &str, cancel: &Cancel) -> Result<Document, SummaryError> {
+    pub fn read(pages: Vec<PageText>, title: &str, cancel: &Cancel) -> Result<Document, SummaryError> {
         let (lines, running, clean) = clean::lines_of(&pages, cancel)?;
         cancel.check()?;
         let mut doc = Document { pages, lines, blocks: Vec::new(), sections: Vec::new(), title: title.trim().to_string(), clean };

@@ -35,7 +35,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-pub use crate::pdf::Limits as PdfLimits;
 
 /// The version of the extractive ranker, part of cache keys: raise it whenever the same document
 /// and options can give another summary (v3: the learned scorer, CJK sentences and headings).
@@ -94,7 +93,7 @@ pub struct PipelineSettings {
     /// How long to wait before submitting again when the model's queue is full.
     pub busy_retry: Duration,
     /// The PDF extractor's limits (file size, pages, decoded streams, operators).
-    pub pdf_limits: PdfLimits,
+    pub pdf_limits: seqgpt_pdf::Limits,
     /// PDFs extracted at once (each holds its file and its decoded streams in memory).
     pub extract_concurrency: usize,
     /// Blocking steps (extraction, cleaning, ranking, chunking, tokenizing, cache I/O) run at
@@ -107,7 +106,7 @@ impl Default for PipelineSettings {
         PipelineSettings {
             max_model_chunks: 16,
             busy_retry: Duration::from_millis(25),
-            pdf_limits: PdfLimits::default(),
+            pdf_limits: seqgpt_pdf::Limits::default(),
             extract_concurrency: 2,
             cpu_concurrency: std::thread::available_parallelism().map_or(2, |n| n.get()),
         }

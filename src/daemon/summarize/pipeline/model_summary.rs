@@ -10,7 +10,7 @@ use super::super::rank::{cut_to_words, render_sentences, Ranker};
 use super::super::text::split_sentences;
 use super::super::{Cancel, Language, Style, SummaryError, SummaryOptions, SummaryStats};
 use super::{count_tokens, ModelFailure, ModelOutcome, ModelSetup, Observer, Pipeline, Stage};
-use crate::generate::{GenerationConfig, Sampling};
+use seqgpt_engine::generate::{GenerationConfig, Sampling};
 use std::collections::HashMap;
 use std::sync::Arc;
 

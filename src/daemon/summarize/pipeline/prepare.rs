@@ -9,7 +9,7 @@ use super::super::rank::Ranker;
 use super::super::scorer::NAMES;
 use super::super::text::split_sentences;
 use super::super::{Cancel, Language, SummaryError, SummaryOptions};
-use super::{Input, PdfLimits};
+use super::Input;
 
 /// The document read, and what the stats say of it.
 pub(super) struct Prepared {
@@ -70,7 +70,7 @@ pub(super) fn prepare(input: Pages, opts: &SummaryOptions, cancel: &Cancel) -> R
 /// Why the extractive summary of `input` is what it is: every block with its kind and
 /// section, and every sentence with its features, score and whether it was chosen
 /// (`seqgpt summarize --local --explain`). Runs on the calling thread.
-pub fn explain(input: Input, opts: &SummaryOptions, limits: &PdfLimits) -> Result<serde_json::Value, SummaryError> {
+pub fn explain(input: Input, opts: &SummaryOptions, limits: &seqgpt_pdf::Limits) -> Result<serde_json::Value, SummaryError> {
     let cancel = Cancel::new();
     let pages = match input {
         Input::Text(t) => Pages::Text(t),

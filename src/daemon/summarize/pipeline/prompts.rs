@@ -3,7 +3,7 @@
 
 use super::super::{Cancel, SummaryStats};
 use super::{ModelFailure, ModelSetup, Observer, Pipeline, Stage};
-use crate::generate::GenerationConfig;
+use seqgpt_engine::generate::GenerationConfig;
 use crate::scheduler::{Event, JobHandle, Request, SchedulerError};
 use futures_util::stream::{self, StreamExt};
 

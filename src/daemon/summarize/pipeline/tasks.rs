@@ -4,7 +4,7 @@
 use super::super::prompt::{parse_classification, parse_spans, seqgpt_task_prompt, SeqGptTask, Template, SPAN_KINDS_PER_PROMPT};
 use super::super::{Cancel, SummaryError, SummaryStats};
 use super::{Ignore, ModelFailure, ModelSetup, Pipeline, Stage, MAX_BYTES_PER_TOKEN};
-use crate::generate::{GenerationConfig, Sampling};
+use seqgpt_engine::generate::{GenerationConfig, Sampling};
 use std::collections::BTreeMap;
 
 impl Pipeline {

@@ -2,7 +2,7 @@
 
 use super::super::{Length, Style};
 use super::*;
-use crate::generate::{FinishReason, Generated};
+use seqgpt_engine::generate::{FinishReason, Generated};
 use crate::scheduler::backend::{Backend, ModelInfo as BackendInfo, NewSequence, Update};
 use crate::scheduler::memory::{BatchState, MemoryModel};
 use crate::scheduler::{SchedulerConfig, StartOptions};
