@@ -48,7 +48,8 @@ def imports(root, path, mods):
 
 
 def cycles(root):
-    files = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.endswith(".rs")]
+    files = [os.path.join(d, f) for d, _, fs in os.walk(root) for f in fs if f.endswith(".rs")
+             and "tests" not in os.path.relpath(d, root).split(os.sep) and f != "build.rs"]
     mods = {module_name(root, f) for f in files}
     deps = dict(imports(root, f, mods) for f in files)
     found = set()

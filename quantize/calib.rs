@@ -22,14 +22,14 @@ pub struct Text {
 
 /// The shipped tutor files: (language, contents).
 const DEFAULT_FILES: [(&str, &str); 8] = [
-    ("en", include_str!("../calib/vimtutor.en.txt")),
-    ("zh", include_str!("../calib/vimtutor.zh.txt")),
-    ("ja", include_str!("../calib/vimtutor.ja.txt")),
-    ("ko", include_str!("../calib/vimtutor.ko.txt")),
-    ("fr", include_str!("../calib/vimtutor.fr.txt")),
-    ("de", include_str!("../calib/vimtutor.de.txt")),
-    ("ru", include_str!("../calib/vimtutor.ru.txt")),
-    ("es", include_str!("../calib/vimtutor.es.txt")),
+    ("en", include_str!("calib/vimtutor.en.txt")),
+    ("zh", include_str!("calib/vimtutor.zh.txt")),
+    ("ja", include_str!("calib/vimtutor.ja.txt")),
+    ("ko", include_str!("calib/vimtutor.ko.txt")),
+    ("fr", include_str!("calib/vimtutor.fr.txt")),
+    ("de", include_str!("calib/vimtutor.de.txt")),
+    ("ru", include_str!("calib/vimtutor.ru.txt")),
+    ("es", include_str!("calib/vimtutor.es.txt")),
 ];
 
 /// One paragraph in this many (per language) is held out for evaluation.
