@@ -9,29 +9,15 @@
 //! largest tensor.
 
 pub mod checkpoint;
+mod error;
 pub mod tokenizer_meta;
 
-use seqgpt_engine::gguf::{file_type_for, GgmlType, GgufError, GgufWriter, MetadataValue, TensorSpec};
+use seqgpt_engine::gguf::{file_type_for, GgmlType, GgufWriter, MetadataValue, TensorSpec};
 use seqgpt_engine::arch::{self, key, Part, Tensor, ARCH};
 use seqgpt_engine::quant::quantize_row;
 pub use checkpoint::{HfBloomConfig, HfCheckpoint};
+pub use error::ConvertError;
 use std::path::Path;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConvertError {
-    #[error("{0}: {1}")]
-    Io(String, #[source] std::io::Error),
-    #[error("config: {0}")]
-    Config(String),
-    #[error("tokenizer: {0}")]
-    Tokenizer(String),
-    #[error("weights: {0}")]
-    Weights(String),
-    #[error(transparent)]
-    Gguf(#[from] GgufError),
-    #[error("{0}")]
-    Other(String),
-}
 
 /// One tensor of the output file: its GGUF name, row-major shape and where it comes from.
 #[derive(Debug, Clone)]

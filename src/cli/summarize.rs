@@ -10,7 +10,7 @@ use seqgpt_daemon::service::options::{parse_pages, RequestOptions};
 use seqgpt_daemon::service::SERVICE_NAME;
 use super::remote::RemoteArgs;
 use seqgpt_daemon::summarize::pipeline::{Input, Observer, Stage};
-use seqgpt_daemon::summarize::document::Anchor;
+use seqgpt_daemon::summarize::Anchor;
 use seqgpt_daemon::summarize::{Language, Length, MethodChoice, Style, Summary, SummaryOptions};
 use anyhow::{bail, Context};
 use futures_util::StreamExt;

@@ -3,7 +3,7 @@
 //! guard. docs/SCHEDULER.md describes the rules and the reasons.
 //!
 //! ```no_run
-//! # async fn demo(engine: seqgpt_daemon::engine::Engine) -> Result<(), seqgpt_daemon::scheduler::SchedulerError> {
+//! # async fn demo(engine: seqgpt_engine::engine::Engine) -> Result<(), seqgpt_daemon::scheduler::SchedulerError> {
 //! use seqgpt_daemon::scheduler::{Event, Request, Scheduler, SchedulerConfig};
 //! let sched = Scheduler::start(engine, SchedulerConfig::default())?;
 //! let mut job = sched.submit(Request::text("Summarize: ...", Default::default()))?;

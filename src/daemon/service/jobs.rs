@@ -9,7 +9,7 @@
 use super::bus_string::BusString;
 use super::errors::{ErrorKind, ServiceError};
 use super::input::DocumentFile;
-use crate::summarize::document::Anchor;
+use crate::summarize::Anchor;
 use crate::summarize::{Cancel, Method, Summary, SummaryStats};
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -5,7 +5,7 @@
 //! (`seqgpt summarize --annotate`, `seqgpt show`) and the D-Bus option `annotate_fd` both
 //! write it from here.
 
-use super::document::Anchor;
+use super::Anchor;
 use seqgpt_pdf::{AnnotateError, Annotations, Highlight, Limits};
 
 /// The colour the highlights are drawn in: the yellow of a highlighter pen.

@@ -14,7 +14,7 @@
 //! link and without waiting on a FIFO, must be a regular file of at most [`MAX_ENTRY_BYTES`],
 //! and must parse into strings without NUL; anything else is removed and counts as a miss.
 
-use super::document::Anchor;
+use super::Anchor;
 use super::{Length, Method, Style, Summary, SummaryStats};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};

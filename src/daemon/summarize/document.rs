@@ -2,12 +2,13 @@
 //! headers and footers removed, each knowing where it stands in its page's text), the blocks
 //! those lines form (each with a [`BlockKind`] and a section), and the way back from a piece
 //! of a block's text to its page: the character range in the page text and its boxes on the
-//! page ([`Anchor`]).
+//! page ([`super::Anchor`]).
 //!
 //! A PDF's pages come with the extractor's layout lines (font sizes, faces, boxes); plain text
 //! is split into lines, and its structure is read from the text alone ([`super::structure`]).
 
 use super::chunk::Paragraph;
+use super::Anchor;
 use super::text::{join_pieces, joins_hyphenated};
 use serde::{Deserialize, Serialize};
 use seqgpt_pdf::PageText;
@@ -155,23 +156,6 @@ impl Block {
     pub fn page(&self, doc: &Document) -> u32 {
         self.lines.first().and_then(|&i| doc.lines.get(i)).map_or(1, |l| doc.pages[l.page].number)
     }
-}
-
-/// Where a sentence of a summary stands in the document.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Anchor {
-    /// The sentence as the summary shows it.
-    pub text: String,
-    /// 1-based page number where it starts.
-    pub page: u32,
-    /// Character (Unicode scalar value) range in that page's extracted text, end exclusive:
-    /// the sentence as it stands on the page (line breaks, and any footnote marks the summary
-    /// leaves out, included). A sentence that runs on to the next page ends with its page.
-    pub start: u32,
-    pub end: u32,
-    /// Its boxes on that page, one per line it spans, in PDF user space: x0, y0, x1, y1
-    /// (empty for plain text).
-    pub boxes: Vec<[f32; 4]>,
 }
 
 /// A cleaned, structured document.

@@ -96,6 +96,15 @@ impl Length {
             _ => None,
         }
     }
+
+    /// The word budget of this length (a CJK character counts as a word).
+    pub fn words(self) -> usize {
+        match self {
+            Length::Short => 60,
+            Length::Medium => 120,
+            Length::Long => 250,
+        }
+    }
 }
 
 /// How a summary is laid out.
@@ -229,14 +238,14 @@ pub struct SummaryOptions {
     /// Skip the cache (neither read nor written).
     pub no_cache: bool,
     /// The most words the summary may have (a CJK character counts as one); `None`: the
-    /// `length` option's ([`rank::words_for`]).
+    /// `length` option's ([`Length::words`]).
     pub max_words: Option<u32>,
 }
 
 impl SummaryOptions {
     /// The word budget of a summary.
     pub fn word_budget(&self) -> usize {
-        self.max_words.map_or_else(|| rank::words_for(self.length), |n| n as usize)
+        self.max_words.map_or_else(|| self.length.words(), |n| n as usize)
     }
 }
 
@@ -286,7 +295,24 @@ pub struct Summary {
     /// Where each sentence of the summary stands in the document, in summary order: every
     /// sentence of an extractive summary, every quoted sentence of a SeqGPT-template summary;
     /// empty for a free-text model summary.
-    pub sentences: Vec<document::Anchor>,
+    pub sentences: Vec<Anchor>,
+}
+
+/// Where a sentence of a summary stands in the document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Anchor {
+    /// The sentence as the summary shows it.
+    pub text: String,
+    /// 1-based page number where it starts.
+    pub page: u32,
+    /// Character (Unicode scalar value) range in that page's extracted text, end exclusive:
+    /// the sentence as it stands on the page (line breaks, and any footnote marks the summary
+    /// leaves out, included). A sentence that runs on to the next page ends with its page.
+    pub start: u32,
+    pub end: u32,
+    /// Its boxes on that page, one per line it spans, in PDF user space: x0, y0, x1, y1
+    /// (empty for plain text).
+    pub boxes: Vec<[f32; 4]>,
 }
 
 /// Why a summary could not be made. The daemon maps each to a D-Bus error name

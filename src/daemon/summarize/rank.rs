@@ -25,23 +25,15 @@
 //! 5. A summary of a document with prose is never empty: when no whole sentence fits the
 //!    budget, the best one is cut at a word boundary and marked with "…".
 
-use super::document::{Anchor, Document, SectionKind};
+use super::document::{Document, SectionKind};
+use super::Anchor;
 use super::document::BlockKind;
 use super::scorer::{FeatureVec, Scorer};
 use super::structure::prose_share;
 use super::text::{balanced, double_quotes_paired, is_cjk, is_cjk_letter, split_sentences, terms};
-use super::{Cancel, Length, Style, SummaryError};
+use super::{Cancel, Style, SummaryError};
 use std::collections::HashMap;
 use std::ops::Range;
-
-/// The word budget of each length option (a CJK character counts as a word).
-pub fn words_for(length: Length) -> usize {
-    match length {
-        Length::Short => 60,
-        Length::Medium => 120,
-        Length::Long => 250,
-    }
-}
 
 /// Words of `text`: whitespace-separated tokens, except that in a token with CJK letters each
 /// letter counts as a word, and so does each run of other letters or digits in it.

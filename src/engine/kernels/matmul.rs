@@ -10,40 +10,10 @@ use super::packed::{self, PackedWeight};
 use super::q6k;
 use super::qdot::{self, QKind, Q8Row};
 use crate::gguf::GgmlType;
-use crate::quant::dequantize_row;
+use super::weight::WeightView;
 use super::SharedOut;
 use rayon::prelude::*;
 use std::cell::RefCell;
-
-/// A weight matrix of `rows` x `cols` (PyTorch `[out, in]`) in `dtype`, borrowed bytes.
-#[derive(Clone, Copy, Debug)]
-pub struct WeightView<'a> {
-    pub dtype: GgmlType,
-    pub bytes: &'a [u8],
-    pub rows: usize,
-    pub cols: usize,
-}
-
-impl<'a> WeightView<'a> {
-    pub fn row_bytes(&self) -> usize {
-        self.cols / self.dtype.block_elems() * self.dtype.block_bytes()
-    }
-
-    /// Bytes of rows `start..start + count`.
-    pub fn rows_bytes(&self, start: usize, count: usize) -> &'a [u8] {
-        let rb = self.row_bytes();
-        &self.bytes[start * rb..(start + count) * rb]
-    }
-
-    /// Decodes row `r` into `out` (`cols` values).
-    pub fn decode_row(&self, r: usize, out: &mut [f32]) {
-        if self.dtype == GgmlType::F16 {
-            return super::dot::f16_to_f32(self.rows_bytes(r, 1), out);
-        }
-        // Shapes are validated when the weight is loaded; a mismatch here is a bug.
-        dequantize_row(self.dtype, self.rows_bytes(r, 1), out).expect("weight row shape validated at load");
-    }
-}
 
 /// Rows of weights decoded per task: small enough to stay in L1/L2 while every input row
 /// passes over them.

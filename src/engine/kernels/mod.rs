@@ -12,8 +12,10 @@ pub mod norm;
 pub mod packed;
 pub mod q6k;
 pub mod qdot;
+pub mod weight;
 
-pub use matmul::{matmul_t, matmul_t_packed, WeightView};
+pub use matmul::{matmul_t, matmul_t_packed};
+pub use weight::WeightView;
 
 /// The output buffer of a parallel kernel, shared by its rayon tasks, each of which writes
 /// only its own disjoint part (every user says which part at its writes).

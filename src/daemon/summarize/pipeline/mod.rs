@@ -24,7 +24,8 @@ pub use progress::{Ignore, Observer, Stage};
 pub use prepare::explain;
 
 use super::cache::{content_hash, CacheKey, SummaryCache};
-use super::document::{Anchor, Document};
+use super::document::Document;
+use super::Anchor;
 use super::extract::extract_pages;
 use super::prompt::Template;
 use super::rank::Ranker;
