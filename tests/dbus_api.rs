@@ -447,7 +447,7 @@ async fn annotate_fd_writes_the_annotated_copy_into_the_clients_pipe() {
     let Some(Event::Finished(_, stats)) = events.last() else { panic!("{events:?}") };
     let warnings: Vec<String> = stats.get("warnings").map(|v| <Vec<String>>::try_from(v.try_clone().unwrap()).unwrap()).unwrap_or_default();
     assert!(warnings.is_empty(), "{warnings:?}");
-    let anchors = <Vec<(String, u32, u32, u32, Vec<(f64, f64, f64, f64)>)>>::try_from(stats["anchors"].try_clone().unwrap()).unwrap();
+    let anchors = <Vec<seqgpt_daemon::service::anchors::WireAnchor>>::try_from(stats["anchors"].try_clone().unwrap()).unwrap();
     let copy = reader.join().unwrap();
     assert!(copy.len() > original.len() && copy.starts_with(&original), "the original bytes are the copy's prefix");
     let doc = lopdf::Document::load_mem(&copy).unwrap();

@@ -467,6 +467,10 @@ async fn seqgpt_summarize_talks_to_the_daemon() {
         let again: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(again["summary"], v["summary"]);
         assert_eq!(again["stats"]["cached"], true);
+        // Where its sentences stand comes back too, whether the job's signals brought the
+        // result or (a cache hit, ended before the client subscribed) its properties.
+        assert!(!v["sentences"].as_array().unwrap().is_empty(), "{v}");
+        assert_eq!(again["sentences"], v["sentences"]);
         // Errors keep their D-Bus names.
         let out = run(&[sample("encrypted.pdf").to_str().unwrap()], None);
         assert!(!out.status.success());
@@ -492,7 +496,7 @@ async fn a_finished_job_says_where_its_sentences_stand() {
     let events = c.events(job.as_str(), T).await;
     let Some(Event::Finished(summary, stats)) = events.last() else { panic!("{events:?}") };
     assert!(summary.split_whitespace().count() <= 60, "{summary}");
-    type Anchors = Vec<(String, u32, u32, u32, Vec<(f64, f64, f64, f64)>)>;
+    type Anchors = Vec<seqgpt_daemon::service::anchors::WireAnchor>;
     let in_signal: Anchors = stats["anchors"].try_clone().unwrap().try_into().unwrap();
     let in_property: Anchors = c.property(job.as_str(), "org.seqgpt.Job1", "Anchors").await.unwrap().try_into().unwrap();
     assert_eq!(in_signal, in_property);

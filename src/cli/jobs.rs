@@ -4,7 +4,8 @@
 //! restarted client finds it again.
 
 use super::remote::RemoteArgs;
-use super::summarize::{anchors_of, dict_to_json, print_outcome, remote_error, Outcome};
+use super::summarize::{dict_to_json, print_report, remote_error, Report};
+use seqgpt_daemon::service::anchors;
 use seqgpt_daemon::service::client;
 use anyhow::Context;
 use zbus::zvariant::OwnedObjectPath;
@@ -34,9 +35,9 @@ pub fn run(args: JobsArgs) -> anyhow::Result<()> {
             let job = client::job(&conn, path.clone()).await?;
             let (summary, method) = job.wait().await.map_err(remote_error)?;
             let mut stats = job.stats().await.map_err(remote_error)?;
-            let sentences = stats.remove("anchors").map(|v| anchors_of(&v)).unwrap_or_default();
-            let outcome = Outcome { summary, method, sentences, stats: dict_to_json(&stats), job: Some(path.to_string()) };
-            return print_outcome(&outcome, args.json);
+            let sentences = stats.remove("anchors").map(|v| anchors::from_value(&v)).unwrap_or_default();
+            let report = Report { summary, method, sentences, stats: dict_to_json(&stats), job: Some(path.to_string()) };
+            return print_report(&report, args.json);
         }
         if let Some(path) = &args.cancel {
             client::job(&conn, job_path(path)?).await?.cancel().await.map_err(remote_error)?;

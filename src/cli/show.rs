@@ -8,7 +8,7 @@
 //! - Okular and Evince open the copy at that page.
 
 use super::remote::RemoteArgs;
-use super::summarize::{self, Outcome, SummarizeArgs};
+use super::summarize::{self, Report, SummarizeArgs};
 use crate::reader::launch::{self, Reader};
 use crate::reader::zathura;
 use seqgpt_daemon::summarize::{Language, Length, MethodChoice, Style};
@@ -103,19 +103,19 @@ pub fn run(args: ShowArgs) -> anyhow::Result<()> {
     if let Some(f) = sargs.password_file.take() {
         sargs.password = Some(summarize::read_password(&f)?);
     }
-    let outcome = summarize::fetch(&sargs).map_err(|e| {
+    let report = summarize::fetch(&sargs).map_err(|e| {
         if !args.local && format!("{e:#}").contains("not running") {
             e.context("no summary: the daemon is not there (start seqgptd, or use --local)")
         } else {
             e
         }
     })?;
-    print_numbered(&outcome);
-    if let Some(why) = crate::reader::annotated::unplaceable(&outcome.sentences, &outcome.method) {
+    print_numbered(&report);
+    if let Some(why) = crate::reader::annotated::unplaceable(&report.sentences, &report.method) {
         eprintln!("nothing to highlight: {why}. The summary is printed above.");
         return Ok(());
     }
-    let count = outcome.sentences.len() as u32;
+    let count = report.sentences.len() as u32;
     let current = match args.goto {
         Some(n) if n > count => bail!("--goto {n}: the summary has {count} sentence{}", if count == 1 { "" } else { "s" }),
         Some(n) => n as usize - 1,
@@ -124,11 +124,11 @@ pub fn run(args: ShowArgs) -> anyhow::Result<()> {
     let pages = seqgpt_pdf::page_geometry(&std::fs::read(&args.file)?, sargs.password.as_deref(), &Default::default())
         .map_err(|e| anyhow::anyhow!("{}: {e}", args.file.display()))?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-    runtime.block_on(show(&args, &sargs, &outcome, &pages, current))
+    runtime.block_on(show(&args, &sargs, &report, &pages, current))
 }
 
 /// The summary's sentences, numbered as `--goto` counts them, with their pages.
-fn print_numbered(o: &Outcome) {
+fn print_numbered(o: &Report) {
     if o.sentences.is_empty() {
         println!("{}", o.summary);
         return;
@@ -138,7 +138,7 @@ fn print_numbered(o: &Outcome) {
     }
 }
 
-async fn show(args: &ShowArgs, sargs: &SummarizeArgs, o: &Outcome, pages: &[seqgpt_pdf::PageGeometry], current: usize) -> anyhow::Result<()> {
+async fn show(args: &ShowArgs, sargs: &SummarizeArgs, o: &Report, pages: &[seqgpt_pdf::PageGeometry], current: usize) -> anyhow::Result<()> {
     let installed = launch::installed();
     // zathura first when it already shows the file, whatever `auto` would pick.
     let session = zbus::Connection::session().await;

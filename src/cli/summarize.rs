@@ -5,7 +5,8 @@
 
 use seqgpt_daemon::config::Config;
 use seqgpt_daemon::service::errors::ServiceError;
-use seqgpt_daemon::service::client::{self, JobSignal};
+use seqgpt_daemon::service::anchors;
+use seqgpt_daemon::service::client;
 use seqgpt_daemon::service::options::{parse_pages, RequestOptions};
 use seqgpt_daemon::service::SERVICE_NAME;
 use super::remote::RemoteArgs;
@@ -19,9 +20,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::PathBuf;
 use std::time::Duration;
-use zbus::message::Type as MessageType;
 use zbus::zvariant::{OwnedValue, Value};
-use zbus::{MatchRule, MessageStream};
 
 #[derive(clap::Args, Debug)]
 pub struct SummarizeArgs {
@@ -147,18 +146,18 @@ pub fn run(mut args: SummarizeArgs) -> anyhow::Result<()> {
     if let Some(out) = &args.annotate {
         check_annotate_target(&args.file, out)?;
     }
-    let outcome = fetch(&args)?;
-    print_outcome(&outcome, args.json)?;
+    let report = fetch(&args)?;
+    print_report(&report, args.json)?;
     if let Some(out) = &args.annotate {
         // The summary is printed first: a copy that cannot be written loses nothing else.
-        write_annotated(&args.file, out, &outcome, &made_by(&outcome, &args))?;
-        eprintln!("annotated copy: {} ({} sentences highlighted)", out.display(), outcome.sentences.iter().filter(|a| !a.boxes.is_empty()).count());
+        write_annotated(&args.file, out, &report, &made_by(&report, &args))?;
+        eprintln!("annotated copy: {} ({} sentences highlighted)", out.display(), report.sentences.iter().filter(|a| !a.boxes.is_empty()).count());
     }
     Ok(())
 }
 
 /// The summary of `args.file`, from the daemon or (with --local) this process.
-pub(super) fn fetch(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
+pub(super) fn fetch(args: &SummarizeArgs) -> anyhow::Result<Report> {
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let timeout = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
     let fut = async {
@@ -189,7 +188,7 @@ pub(super) fn check_annotate_target(file: &std::path::Path, out: &std::path::Pat
 }
 
 /// How the summary was made, for the annotated copy's note.
-pub(super) fn made_by(o: &Outcome, args: &SummarizeArgs) -> String {
+pub(super) fn made_by(o: &Report, args: &SummarizeArgs) -> String {
     let field = |k: &str| o.stats.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
     let mut how = format!("seqgpt {}, {} summary, {} length", env!("CARGO_PKG_VERSION"), o.method, format!("{:?}", args.length).to_lowercase());
     if !field("model").is_empty() {
@@ -202,7 +201,7 @@ pub(super) fn made_by(o: &Outcome, args: &SummarizeArgs) -> String {
 }
 
 /// Writes the annotated copy of `file` for `o` to `out`.
-pub(super) fn write_annotated(file: &std::path::Path, out: &std::path::Path, o: &Outcome, made_by: &str) -> anyhow::Result<()> {
+pub(super) fn write_annotated(file: &std::path::Path, out: &std::path::Path, o: &Report, made_by: &str) -> anyhow::Result<()> {
     if let Some(why) = crate::reader::annotated::unplaceable(&o.sentences, &o.method) {
         bail!("no annotated copy: {why}");
     }
@@ -212,8 +211,9 @@ pub(super) fn write_annotated(file: &std::path::Path, out: &std::path::Path, o: 
     crate::reader::annotated::write_atomically(out, &copy).with_context(|| format!("writing {}", out.display()))
 }
 
-/// What the command prints (also `seqgpt jobs --wait`).
-pub(super) struct Outcome {
+/// What the command prints (also `seqgpt jobs --wait` and `seqgpt show`): the summary, its
+/// method and anchors, the stats as JSON, and the job it came from on the daemon.
+pub(super) struct Report {
     pub summary: String,
     pub method: String,
     pub sentences: Vec<Anchor>,
@@ -221,7 +221,7 @@ pub(super) struct Outcome {
     pub job: Option<String>,
 }
 
-pub(super) fn print_outcome(o: &Outcome, json: bool) -> anyhow::Result<()> {
+pub(super) fn print_report(o: &Report, json: bool) -> anyhow::Result<()> {
     if json {
         let v = serde_json::json!({"summary": o.summary, "method": o.method, "sentences": o.sentences, "stats": o.stats, "job": o.job});
         println!("{v}");
@@ -296,7 +296,7 @@ fn text_of(bytes: Vec<u8>, args: &SummarizeArgs) -> anyhow::Result<String> {
 }
 
 /// The pipeline in this process.
-async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
+async fn local(args: &SummarizeArgs) -> anyhow::Result<Report> {
     let mut cfg = match &args.config {
         Some(p) => Config::load(p)?,
         None => {
@@ -347,7 +347,7 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
         g.shutdown().await;
     }
     let summary: Summary = result.map_err(|e| anyhow::anyhow!("{}", ServiceError::from(e)))?;
-    Ok(Outcome {
+    Ok(Report {
         method: summary.method.as_str().to_string(),
         stats: serde_json::to_value(&summary.stats)?,
         sentences: summary.sentences,
@@ -357,30 +357,18 @@ async fn local(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
 }
 
 /// Asks the daemon.
-async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
+async fn remote(args: &SummarizeArgs) -> anyhow::Result<Report> {
     let (conn, _) = args.remote.connect().await?;
     let options = client::encode_options(&RequestOptions { summary: args.options()?, ..Default::default() });
     let text = if args.text { Some(text_of(read_input(args)?, args)?) } else { None };
-    // The daemon's unique name (activating it if it is installed and not running), known
-    // before the job starts: the job's signals come from it.
-    let owner = client::owner(&conn).await.context("the daemon (org.seqgpt.Summarizer1) is not running and could not be started")?;
-    // Subscribed before the call, so that no signal of the job can slip by.
-    let rule = MatchRule::builder()
-        .msg_type(MessageType::Signal)
-        .sender(owner.as_str())?
-        .path_namespace(client::JOBS_PATH)?
-        .build();
-    let mut signals = MessageStream::for_match_rule(rule, &conn, Some(1024)).await?;
-    let gone_rule = MatchRule::builder()
-        .msg_type(MessageType::Signal)
-        .sender("org.freedesktop.DBus")?
-        .member("NameOwnerChanged")?
-        .arg(0, SERVICE_NAME)?
-        .build();
-    let mut gone = MessageStream::for_match_rule(gone_rule, &conn, Some(16)).await?;
+    // Activates the daemon if it is installed and not running.
+    client::owner(&conn).await.context("the daemon (org.seqgpt.Summarizer1) is not running and could not be started")?;
+    // Subscribed before the call: the daemon leaving the bus at any point ends the wait.
+    let dbus = zbus::fdo::DBusProxy::new(&conn).await?;
+    let mut gone = dbus.receive_name_owner_changed_with_args(&[(0, SERVICE_NAME)]).await?;
 
     let service = client::summarizer(&conn).await?;
-    let job = match text {
+    let path = match text {
         Some(text) => service.summarize_text(&text, &options).await,
         None => {
             let file = if args.file.as_os_str() == "-" {
@@ -394,36 +382,60 @@ async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
     }
     .map_err(remote_error)?;
 
+    // The pattern of every client (docs/DBUS.md): call, subscribe to the job's signals, then
+    // read its State once. A job that ended before the subscription (a cache hit ends at
+    // once) has its result in its properties; otherwise the signals bring it.
+    let job = client::job(&conn, path.clone()).await?;
+    let mut progress = job.receive_progress_signal().await?;
+    let mut partial = job.receive_partial().await?;
+    let mut finished = job.receive_finished().await?;
+    let mut failed = job.receive_failed().await?;
+    let ended = match job.state().await.map_err(remote_error)?.as_str() {
+        "done" => Some(Ok((job.summary().await.map_err(remote_error)?, job.stats().await.map_err(remote_error)?))),
+        "failed" | "cancelled" => Some(Err(anyhow::anyhow!(
+            "{}: {}",
+            job.error_name().await.map_err(remote_error)?,
+            job.error_message().await.map_err(remote_error)?
+        ))),
+        _ => None,
+    };
+
     let display = Display::new();
     let mut streams = HashMap::new();
     let mut interrupt = std::pin::pin!(tokio::signal::ctrl_c());
-    let result = loop {
-        tokio::select! {
-            msg = signals.next() => {
-                let Some(Ok(msg)) = msg else { break Err(anyhow::anyhow!("the bus connection closed")) };
-                let hdr = msg.header();
-                if hdr.path().map(|p| p.as_str()) != Some(job.as_str()) {
-                    continue;
+    let result = match ended {
+        Some(result) => result,
+        None => loop {
+            tokio::select! {
+                Some(p) = progress.next() => {
+                    if let Ok(a) = p.args() {
+                        display.progress(&a.stage, a.done, a.total);
+                    }
                 }
-                match JobSignal::from_message(&msg) {
-                    Some(JobSignal::Progress { stage, done, total }) => display.progress(&stage, done, total),
-                    Some(JobSignal::Partial { index, text }) => display.partial(index, &text, &mut streams),
-                    Some(JobSignal::Finished { summary, stats }) => break Ok((summary, stats)),
-                    Some(JobSignal::Failed { error_name, message }) => break Err(anyhow::anyhow!("{error_name}: {message}")),
-                    None => {}
+                Some(p) = partial.next() => {
+                    if let Ok(a) = p.args() {
+                        display.partial(a.index, &a.text, &mut streams);
+                    }
                 }
-            }
-            _ = gone.next() => {
-                break Err(anyhow::anyhow!("the daemon left the bus before the job ended"));
-            }
-            _ = &mut interrupt => {
-                if let Ok(j) = client::job(&conn, job.clone()).await {
-                    let _ = j.cancel().await;
+                Some(f) = finished.next() => {
+                    let a = f.args()?;
+                    break Ok((a.summary, a.stats));
                 }
-                display.finish();
-                bail!("interrupted: the job was cancelled");
+                Some(f) = failed.next() => {
+                    let a = f.args()?;
+                    break Err(anyhow::anyhow!("{}: {}", a.error_name, a.message));
+                }
+                _ = gone.next() => {
+                    break Err(anyhow::anyhow!("the daemon left the bus before the job ended"));
+                }
+                _ = &mut interrupt => {
+                    let _ = job.cancel().await;
+                    display.finish();
+                    bail!("interrupted: the job was cancelled");
+                }
+                else => break Err(anyhow::anyhow!("the bus connection closed")),
             }
-        }
+        },
     };
     display.finish();
     let (summary, mut stats) = result?;
@@ -431,8 +443,8 @@ async fn remote(args: &SummarizeArgs) -> anyhow::Result<Outcome> {
         Some(Value::Str(s)) => s.to_string(),
         _ => String::new(),
     };
-    let sentences = stats.remove("anchors").map(|v| anchors_of(&v)).unwrap_or_default();
-    Ok(Outcome { summary, method, sentences, stats: dict_to_json(&stats), job: Some(job.to_string()) })
+    let sentences = stats.remove("anchors").map(|v| anchors::from_value(&v)).unwrap_or_default();
+    Ok(Report { summary, method, sentences, stats: dict_to_json(&stats), job: Some(path.to_string()) })
 }
 
 /// An anonymous in-memory file holding `bytes` (a regular file for the daemon's checks).
@@ -450,21 +462,6 @@ pub(super) fn remote_error(e: zbus::Error) -> anyhow::Error {
         zbus::Error::MethodError(name, None, _) => anyhow::anyhow!("{name}"),
         other => anyhow::anyhow!(other),
     }
-}
-
-/// The `anchors` of a Finished signal (`a(suuua(dddd))`, docs/DBUS.md).
-pub(super) fn anchors_of(v: &Value<'_>) -> Vec<Anchor> {
-    type Wire = Vec<(String, u32, u32, u32, Vec<(f64, f64, f64, f64)>)>;
-    let Ok(list) = <Wire>::try_from(v.try_clone().unwrap_or(Value::from(false))) else { return Vec::new() };
-    list.into_iter()
-        .map(|(text, page, start, end, boxes)| Anchor {
-            text,
-            page,
-            start,
-            end,
-            boxes: boxes.into_iter().map(|(a, b, c, d)| [a as f32, b as f32, c as f32, d as f32]).collect(),
-        })
-        .collect()
 }
 
 /// A stats dictionary as JSON (numbers, booleans, strings, string lists).

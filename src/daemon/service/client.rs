@@ -5,6 +5,7 @@
 //! the wire through [`options::encode`](super::options::encode), the inverse of what the
 //! daemon parses.
 
+use super::anchors::WireAnchor;
 use super::summarizer::{SERVICE_NAME, SERVICE_PATH};
 use std::collections::HashMap;
 use zbus::zvariant::{Fd, OwnedObjectPath, OwnedValue, Value};
@@ -12,9 +13,6 @@ use zbus::{proxy, Connection};
 
 pub use super::jobs::JOBS_PATH;
 pub use super::options::encode as encode_options;
-
-/// A sentence's anchor as the bus carries it: (text, page, start, end, boxes).
-pub type WireAnchor = (String, u32, u32, u32, Vec<(f64, f64, f64, f64)>);
 
 #[proxy(
     interface = "org.seqgpt.Summarizer1",
@@ -96,7 +94,9 @@ pub trait Job {
     fn failed(&self, error_name: String, message: String) -> zbus::Result<()>;
 }
 
-/// A job's signal, read from any message (`None` for other messages).
+/// A job's signal, read from any message (`None` for other messages): for a client that
+/// watches many jobs on one raw message stream (the D-Bus tests); one job's client uses the
+/// Job1 proxy's `receive_*` streams.
 #[derive(Debug)]
 pub enum JobSignal {
     Progress { stage: String, done: u32, total: u32 },

@@ -114,7 +114,7 @@ impl JobObject {
         &self,
         #[zbus(header)] hdr: Option<Header<'_>>,
         #[zbus(connection)] conn: &Connection,
-    ) -> zbus::fdo::Result<Vec<super::jobs::AnchorTuple>> {
+    ) -> zbus::fdo::Result<Vec<super::anchors::WireAnchor<BusString>>> {
         self.allowed(conn, hdr.as_ref()).await?;
         Ok(self.job.view().anchors.clone())
     }

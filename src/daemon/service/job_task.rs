@@ -21,21 +21,22 @@ use zbus::object_server::SignalEmitter;
 use zbus::zvariant::{OwnedObjectPath, Value};
 use zbus::Connection;
 
-/// What the pipeline reports while it works, in order (the job's signals).
-enum JobSignal {
+/// What the pipeline reports while it works, in order: [`publish`] turns each into the job's
+/// properties and signals.
+enum JobUpdate {
     Running,
     Progress(Stage, u32, u32),
     Partial(u32, String),
 }
 
-struct ChannelObserver(mpsc::UnboundedSender<JobSignal>);
+struct ChannelObserver(mpsc::UnboundedSender<JobUpdate>);
 
 impl Observer for ChannelObserver {
     fn progress(&mut self, stage: Stage, done: u32, total: u32) {
-        let _ = self.0.send(JobSignal::Progress(stage, done, total));
+        let _ = self.0.send(JobUpdate::Progress(stage, done, total));
     }
     fn partial(&mut self, index: u32, text: &str) {
-        let _ = self.0.send(JobSignal::Partial(index, text.to_string()));
+        let _ = self.0.send(JobUpdate::Partial(index, text.to_string()));
     }
 }
 
@@ -130,12 +131,12 @@ async fn run(
             let (source, options, annotate_to) = match work {
                 Work::Summarize(source, options, annotate_to) => (source, options, annotate_to),
                 Work::Classify { text, labels } => {
-                    let _ = tx.send(JobSignal::Running);
+                    let _ = tx.send(JobUpdate::Running);
                     let (labels, answer) = pipeline.classify(&text, &labels, &cancel).await?;
                     return Ok(Outcome::Labels { labels, answer });
                 }
                 Work::Extract { text, kinds } => {
-                    let _ = tx.send(JobSignal::Running);
+                    let _ = tx.send(JobUpdate::Running);
                     let (spans, answer) = pipeline.find_spans(&text, &kinds, &cancel).await?;
                     return Ok(Outcome::Spans { spans, answer });
                 }
@@ -143,14 +144,14 @@ async fn run(
             let mut original = None;
             let input = match source {
                 Source::Text(t) => {
-                    let _ = tx.send(JobSignal::Running);
+                    let _ = tx.send(JobUpdate::Running);
                     Input::Text(t)
                 }
                 Source::Pdf(file) => {
                     // One place among the extractions, taken before the file is read: it
                     // bounds the PDFs held in memory at once.
                     let permit = pipeline.extract_permit().await;
-                    let _ = tx.send(JobSignal::Running);
+                    let _ = tx.send(JobUpdate::Running);
                     let bytes = read_document(&core, file).await?;
                     if annotate_to.is_some() {
                         original = Some(bytes.clone());
@@ -258,12 +259,12 @@ async fn remove(core: &Core, conn: &Connection, id: u64) {
 
 /// Publishes `update` (and, for streamed text, the text of the same prompt already waiting
 /// behind it, as one signal): signals to the job's owner, and the view its properties read.
-async fn publish(job: &JobShared, emitter: &SignalEmitter<'_>, update: JobSignal, rx: &mut mpsc::UnboundedReceiver<JobSignal>) {
+async fn publish(job: &JobShared, emitter: &SignalEmitter<'_>, update: JobUpdate, rx: &mut mpsc::UnboundedReceiver<JobUpdate>) {
     let mut next = Some(update);
     while let Some(update) = next.take() {
         match update {
-            JobSignal::Running => set_running(job, emitter).await,
-            JobSignal::Progress(stage, done, total) => {
+            JobUpdate::Running => set_running(job, emitter).await,
+            JobUpdate::Progress(stage, done, total) => {
                 set_running(job, emitter).await;
                 {
                     let mut v = job.view();
@@ -272,11 +273,11 @@ async fn publish(job: &JobShared, emitter: &SignalEmitter<'_>, update: JobSignal
                 }
                 let _ = JobObject::progress_signal(emitter, &BusString::message(stage.as_str()), done, total).await;
             }
-            JobSignal::Partial(index, mut text) => {
+            JobUpdate::Partial(index, mut text) => {
                 set_running(job, emitter).await;
                 while let Ok(u) = rx.try_recv() {
                     match u {
-                        JobSignal::Partial(i, t) if i == index => text.push_str(&t),
+                        JobUpdate::Partial(i, t) if i == index => text.push_str(&t),
                         other => {
                             next = Some(other);
                             break;

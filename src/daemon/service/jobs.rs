@@ -6,6 +6,7 @@
 //! returns without error wins: the job then ends cancelled, even when its work finished in
 //! the same instant (the stop request and the end are decided under one lock).
 
+use super::anchors::{self, WireAnchor};
 use super::bus_string::BusString;
 use super::errors::{ErrorKind, ServiceError};
 use super::input::DocumentFile;
@@ -162,7 +163,7 @@ pub(super) struct View {
     pub(super) method: &'static str,
     pub(super) error: Option<ServiceError>,
     pub(super) stats: HashMap<String, OwnedValue>,
-    pub(super) anchors: Vec<AnchorTuple>,
+    pub(super) anchors: Vec<WireAnchor<BusString>>,
     /// Set by the first accepted stop request.
     stop: Option<Stop>,
 }
@@ -276,7 +277,7 @@ impl JobShared {
                 v.summary = BusString::text(s.text());
                 v.method = s.method().as_str();
                 v.stats = self.stats_of(s);
-                v.anchors = anchor_tuples(s.anchors());
+                v.anchors = anchors::to_wire(s.anchors());
                 let end = v.progress.1.max(v.progress.0);
                 v.progress = (end, end);
             }
@@ -341,26 +342,11 @@ pub fn token_path(sender: &str, token: &str) -> Result<OwnedObjectPath, ServiceE
         .map_err(|_| ServiceError::invalid_args("handle_token: no job path can be made from this caller's name and token"))
 }
 
-/// A sentence's anchor on the bus: text, page, start, end (characters of the page's text),
-/// boxes (x0, y0, x1, y1 in PDF user space): `(suuua(dddd))`.
-pub type AnchorTuple = (BusString, u32, u32, u32, Vec<(f64, f64, f64, f64)>);
-
-/// Anchors as they go on the bus.
-pub fn anchor_tuples(anchors: &[Anchor]) -> Vec<AnchorTuple> {
-    anchors
-        .iter()
-        .map(|a| {
-            let boxes = a.boxes.iter().map(|b| (f64::from(b[0]), f64::from(b[1]), f64::from(b[2]), f64::from(b[3]))).collect();
-            (BusString::text(&a.text), a.page, a.start, a.end, boxes)
-        })
-        .collect()
-}
-
 /// A summary's stats as the `a{sv}` of the Finished signal and the Stats property, with its
 /// anchors under `anchors`. Every string in it is a [`BusString`].
 pub fn stats_dict(summary: &Summary) -> HashMap<String, OwnedValue> {
     let mut d = stats_only(summary.method, &summary.stats);
-    if let Ok(v) = OwnedValue::try_from(Value::from(anchor_tuples(&summary.sentences))) {
+    if let Ok(v) = OwnedValue::try_from(Value::from(anchors::to_wire(&summary.sentences))) {
         d.insert("anchors".to_string(), v);
     }
     d

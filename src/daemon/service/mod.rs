@@ -1,7 +1,8 @@
 //! The D-Bus service `seqgptd`: `org.seqgpt.Summarizer1` on the session, system or a private
 //! bus. docs/DBUS.md is the API reference.
 //!
-//! Modules: [`summarizer`] (the service object), [`jobs`] (a job's state), [`job_object`]
+//! Modules: [`summarizer`] (the service object), [`jobs`] (a job's state), [`anchors`] (a
+//! summary sentence's place as the bus carries it, both ways), [`job_object`]
 //! (its objects on the bus), [`job_task`] (the task that runs it), [`core`] (shared state,
 //! quotas, access checks), [`limits`] (the `[service]` settings), [`intake`] (a call's
 //! arguments checked into a request), [`options`] (the `a{sv}` options), [`input`] (reading
@@ -12,6 +13,7 @@
 //! [`crate::app::run_daemon`] builds the service on the pipeline, owns the name and runs it
 //! until SIGTERM or SIGINT.
 
+pub mod anchors;
 pub mod annotate_fd;
 pub mod bus_string;
 pub mod client;
