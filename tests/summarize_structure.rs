@@ -8,6 +8,7 @@ mod builder;
 
 use seqgpt_pdf::{extract_text, ExtractOptions};
 use seqgpt_daemon::summarize::document::{BlockKind, Document, SectionKind};
+use seqgpt_daemon::summarize::structure;
 use seqgpt_daemon::summarize::rank::{word_count, Ranker};
 use seqgpt_daemon::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
 use seqgpt_daemon::summarize::{Cancel, SummaryOptions};
@@ -78,8 +79,9 @@ fn page_two() -> Vec<L<'static>> {
 }
 
 fn read(bytes: &[u8]) -> Document {
-    let pages = extract_text(bytes, &ExtractOptions::default()).unwrap().pages;
-    Document::read(pages, "", &Cancel::new()).unwrap()
+    let mut extracted = extract_text(bytes, &ExtractOptions::default()).unwrap();
+    extracted.title = None;
+    structure::read(extracted, &Cancel::new()).unwrap()
 }
 
 fn kind_of<'a>(doc: &'a Document, needle: &str) -> BlockKind {

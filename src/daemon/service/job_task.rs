@@ -152,7 +152,7 @@ async fn run(
                     // bounds the PDFs held in memory at once.
                     let permit = pipeline.extract_permit().await;
                     let _ = tx.send(JobUpdate::Running);
-                    let bytes = read_document(&core, file).await?;
+                    let bytes = read_file(&core, file).await?;
                     if annotate_to.is_some() {
                         original = Some(bytes.clone());
                     }
@@ -205,7 +205,7 @@ async fn run(
 /// Reads a client's document on a blocking thread, within `read_timeout_s`: a file on a
 /// stalled network or FUSE file system must not hold the job forever. (The thread itself
 /// stays blocked until the kernel returns; the reads in flight are capped.)
-async fn read_document(core: &Core, file: super::input::DocumentFile) -> Result<Vec<u8>, ServiceError> {
+async fn read_file(core: &Core, file: super::input::DocumentFile) -> Result<Vec<u8>, ServiceError> {
     let limits = core.served().limits.clone();
     let max = limits.max_pdf_bytes;
     let permit = core.read_permit().await;

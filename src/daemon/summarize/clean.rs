@@ -359,11 +359,13 @@ fn to_roman(mut n: u32) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::document::{text_pages, Document};
+    use super::super::document::Document;
+    use super::super::pages::{split, whole};
+    use super::super::structure;
     use super::*;
 
     fn read(pages: &[&str]) -> Document {
-        Document::read(text_pages(&pages.join("\u{000C}")), "", &Cancel::new()).unwrap()
+        structure::read(whole(split(&pages.join("\u{000C}"))), &Cancel::new()).unwrap()
     }
 
     fn texts(doc: &Document) -> Vec<&str> {
@@ -455,12 +457,5 @@ mod tests {
         for s in ["7 apples", "Chapter 7", "2024 report", "civil"] {
             assert!(!is_page_number(s, true), "{s}");
         }
-    }
-
-    #[test]
-    fn form_feeds_split_plain_text_into_pages() {
-        let pages = text_pages("one\u{000C}two\u{000C}three");
-        assert_eq!(pages.len(), 3);
-        assert_eq!((pages[2].number, pages[2].text.as_str()), (3, "three"));
     }
 }

@@ -161,7 +161,12 @@ impl Block {
 /// A cleaned, structured document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Document {
+    /// Pages in the file (not only the selected ones).
+    pub page_count: u32,
+    /// The selected pages that have text.
     pub pages: Vec<PageText>,
+    /// Repairs the extractor made to a damaged file, and the pages it skipped, one line each.
+    pub warnings: Vec<String>,
     pub lines: Vec<Line>,
     pub blocks: Vec<Block>,
     pub sections: Vec<Section>,
@@ -276,14 +281,6 @@ fn ceil_boundary(s: &str, mut i: usize) -> usize {
         i += 1;
     }
     i
-}
-
-/// Pages of plain text: form feeds separate them.
-pub fn text_pages(text: &str) -> Vec<PageText> {
-    text.split('\u{000C}')
-        .enumerate()
-        .map(|(i, p)| PageText { number: i as u32 + 1, text: p.to_string(), status: seqgpt_pdf::PageStatus::Text, lines: Vec::new(), area: None })
-        .collect()
 }
 
 #[cfg(test)]

@@ -1,12 +1,12 @@
 //! The summary pipeline: text in, summary out.
 //!
-//! [`extract`] (PDF) -> [`read`]: [`clean`] (lines: running headers/footers, page numbers, footnote
-//! marks, hyphenation) -> [`structure`] (block kinds, sections) -> [`document`] (blocks, and
-//! the way back to the page: anchors) -> [`chunk`] (prose in pieces that fit the model's
-//! prompt, counted in its tokens, CJK-aware) -> one prompt per chunk ([`prompt`]) submitted to
-//! the [`crate::scheduler`] (the chunks of one document together, so they decode in one
-//! batch; its events come back as they are) -> a reduce step when there are several -> the
-//! summary. Without a model, or when it fails, the [`rank`]er answers (the `extractive`
+//! [`pages`] (the pages of a PDF or a text) -> [`structure::read`]: [`clean`] (lines: running
+//! headers/footers, page numbers, footnote marks, hyphenation) -> [`structure`] (block kinds,
+//! sections) -> [`document`] (blocks, and the way back to the page: anchors) -> [`chunk`]
+//! (prose in pieces that fit the model's prompt, counted in its tokens, CJK-aware) -> one
+//! prompt per chunk ([`prompt`]) submitted to the [`crate::scheduler`] (the chunks of one
+//! document together, so they decode in one batch; its events come back as they are) -> a
+//! reduce step when there are several -> the summary. Without a model, or when it fails, the [`rank`]er answers (the `extractive`
 //! method). Every [`Summary`] says which [`Method`] made it. [`cache`] keeps finished
 //! summaries; [`annotate`] shows a summary as highlights in a copy of its PDF.
 //!
@@ -18,10 +18,9 @@ pub mod cache;
 pub mod chunk;
 pub mod clean;
 pub mod document;
-pub mod extract;
 pub mod rank;
 pub mod scorer;
-pub mod read;
+pub mod pages;
 pub mod pipeline;
 pub mod prompt;
 pub mod structure;

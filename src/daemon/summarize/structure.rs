@@ -9,8 +9,9 @@
 //! written as sentences) may be quoted in a summary; headings give the sections, whose kind
 //! (introduction, conclusion, references ...) the ranker weighs.
 
-use super::clean::continues_across_page;
+use super::clean::{self, continues_across_page};
 use super::document::{Block, BlockKind, Document, Line, Section, SectionKind};
+use seqgpt_pdf::ExtractedDocument;
 use super::text::{is_cjk, is_cjk_letter};
 use super::{Cancel, SummaryError};
 
@@ -334,8 +335,24 @@ fn contents_like(t: &str) -> bool {
     number && (s.contains(". . .") || s.contains("....") || s.contains("···") || s.contains("……"))
 }
 
+/// Reads the pages of `extracted` into a [`Document`]: their lines cleaned ([`clean`]: running
+/// headers and footers removed), then blocks classified and grouped into sections. The title is
+/// the file's, else the most telling running header.
+pub fn read(extracted: ExtractedDocument, cancel: &Cancel) -> Result<Document, SummaryError> {
+    let ExtractedDocument { page_count, pages, warnings, title } = extracted;
+    let (lines, running, clean) = clean::lines_of(&pages, cancel)?;
+    cancel.check()?;
+    let title = title.as_deref().unwrap_or("").trim().to_string();
+    let mut doc = Document { page_count, pages, warnings, lines, blocks: Vec::new(), sections: Vec::new(), title, clean };
+    if doc.title.is_empty() {
+        doc.title = running.into_iter().max_by_key(|r| r.split_whitespace().count().min(12)).unwrap_or_default();
+    }
+    build(&mut doc, cancel)?;
+    Ok(doc)
+}
+
 /// Reads `doc.lines` into blocks and sections.
-pub fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
+fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
     let body = body_size(doc);
     let feats: Vec<Features> = doc.lines.iter().map(|l| features(doc, l, body)).collect();
     cancel.check()?;

@@ -8,14 +8,14 @@
 //! flag, which the blocking steps check between stages and inside their long loops.
 //!
 //! One file per concern: [`progress`] (what a job reports), [`prepare`] (pages to document),
-//! [`model_summary`] (chunks, prompts, map-reduce), [`prompts`] (prompts on the scheduler),
+//! [`model_summary`] (chunks, prompts, map-reduce), [`submit`] (prompts on the scheduler),
 //! [`tasks`] (SeqGPT's classification and span extraction); this file holds the pipeline,
 //! its settings and the summary's driver, with the cache and the ranker's fallback.
 
 mod model_summary;
 mod progress;
-mod prompts;
 mod prepare;
+mod submit;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -26,12 +26,12 @@ pub use prepare::explain;
 use super::cache::{content_hash, CacheKey, SummaryCache};
 use super::document::Document;
 use super::Anchor;
-use super::extract::extract_pages;
 use super::prompt::Template;
 use super::rank::Ranker;
-use super::{Cancel, Language, Method, MethodChoice, Summary, SummaryError, SummaryOptions, SummaryStats};
+use super::{pages, Cancel, Language, Method, MethodChoice, Summary, SummaryError, SummaryOptions, SummaryStats};
 use crate::scheduler::{Scheduler, SchedulerError, TextEncoder};
-use prepare::{prepare, Pages};
+use prepare::{document_stats, language_of, read_document};
+use seqgpt_pdf::ExtractedDocument;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -214,9 +214,10 @@ impl Pipeline {
         }
     }
 
-    /// Summarizes `input`. The cache is consulted first and written after a deterministic
-    /// result. `cancel` stops the work (also the blocking steps left running when the future
-    /// is dropped): the result is then `Cancelled`.
+    /// Summarizes `input`: its cache key, a cached summary if there is one, else the input's
+    /// pages, the document read from them, the summary composed, and the result stored.
+    /// `cancel` stops the work (also the blocking steps left running when the future is
+    /// dropped): the result is then `Cancelled`.
     pub async fn summarize(
         &self,
         input: Input,
@@ -226,109 +227,144 @@ impl Pipeline {
     ) -> Result<Summary, SummaryError> {
         let started = Instant::now();
         let model = self.chosen_model(opts)?;
-        let (input, key) = if self.cacheable(opts) {
-            // Hashing up to max_pdf_bytes takes a while.
-            let (input, hash) = self
-                .blocking(cancel, move |_| {
-                    let h = match &input {
-                        Input::Text(t) => content_hash(t.as_bytes()),
-                        Input::Pdf { bytes, .. } => content_hash(bytes),
-                    };
-                    Ok((input, h))
-                })
-                .await?;
-            let kind = if matches!(input, Input::Text(_)) { "text" } else { "pdf" };
-            let key = self.cache_key(hash, kind, opts);
-            (input, key)
-        } else {
-            (input, None)
-        };
-        if let (Some(k), Some(cache)) = (&key, &self.cache) {
-            let (k, cache) = (k.clone(), cache.clone());
-            if let Some(mut hit) = self.blocking(cancel, move |_| Ok(cache.get(&k))).await? {
-                hit.stats.elapsed_ms = started.elapsed().as_millis() as u64;
-                obs.partial(0, &hit.text);
-                return Ok(hit);
-            }
+        let (input, key) = self.key_of(input, opts, cancel).await?;
+        if let Some(mut hit) = self.cached(key.as_ref(), cancel).await? {
+            hit.stats.elapsed_ms = started.elapsed().as_millis() as u64;
+            obs.partial(0, &hit.text);
+            return Ok(hit);
         }
-        let mut extract_ms = 0;
-        let pages = match input {
-            Input::Text(t) => Pages::Text(t),
+        let (extracted, extract_ms) = self.read_input(input, opts, obs, cancel).await?;
+        let (doc, mut stats, detected) = self
+            .blocking(cancel, move |cancel| {
+                let doc = read_document(extracted, cancel)?;
+                let stats = document_stats(&doc, extract_ms);
+                let language = language_of(&doc);
+                Ok((doc, stats, language))
+            })
+            .await?;
+        let language = match opts.language {
+            Language::Auto => detected,
+            l => l,
+        };
+        stats.language = language.as_str().to_string();
+        let composed = self.compose(model, Arc::new(doc), opts, language, &mut stats, obs, cancel).await?;
+        stats.elapsed_ms = started.elapsed().as_millis() as u64;
+        let summary = Summary { text: composed.text, method: composed.method, stats, sentences: composed.sentences };
+        if composed.cacheable {
+            self.store(key, &summary, cancel).await?;
+        }
+        Ok(summary)
+    }
+
+    /// The input back with its cache key (`None` when it must not be cached). Hashing up to
+    /// max_pdf_bytes takes a while: it runs on a blocking thread.
+    async fn key_of(&self, input: Input, opts: &SummaryOptions, cancel: &Cancel) -> Result<(Input, Option<CacheKey>), SummaryError> {
+        if !self.cacheable(opts) {
+            return Ok((input, None));
+        }
+        let (input, hash) = self
+            .blocking(cancel, move |_| {
+                let h = match &input {
+                    Input::Text(t) => content_hash(t.as_bytes()),
+                    Input::Pdf { bytes, .. } => content_hash(bytes),
+                };
+                Ok((input, h))
+            })
+            .await?;
+        let kind = if matches!(input, Input::Text(_)) { "text" } else { "pdf" };
+        let key = self.cache_key(hash, kind, opts);
+        Ok((input, key))
+    }
+
+    /// The cached summary under `key`, if any.
+    async fn cached(&self, key: Option<&CacheKey>, cancel: &Cancel) -> Result<Option<Summary>, SummaryError> {
+        let (Some(k), Some(cache)) = (key, &self.cache) else { return Ok(None) };
+        let (k, cache) = (k.clone(), cache.clone());
+        self.blocking(cancel, move |_| Ok(cache.get(&k))).await
+    }
+
+    /// The input's selected pages that have text, and the milliseconds a PDF's extraction
+    /// took (0 for text), reported as the `extract` stage. A PDF waits for a place among the
+    /// extractions allowed at once unless the caller holds one.
+    async fn read_input(
+        &self,
+        input: Input,
+        opts: &SummaryOptions,
+        obs: &mut dyn Observer,
+        cancel: &Cancel,
+    ) -> Result<(ExtractedDocument, u64), SummaryError> {
+        let o = opts.clone();
+        match input {
+            Input::Text(t) => Ok((self.blocking(cancel, move |_| pages::of_text(&t, &o)).await?, 0)),
             Input::Pdf { bytes, permit } => {
                 obs.progress(Stage::Extract, 0, 0);
                 let permit = match permit {
                     Some(p) => p,
                     None => self.extract_permit().await,
                 };
-                let (limits, o) = (self.settings.pdf_limits.clone(), opts.clone());
+                let limits = self.settings.pdf_limits.clone();
                 let t0 = Instant::now();
                 let extracted = self
                     .blocking(cancel, move |cancel| {
-                        let r = extract_pages(&bytes, &o, &limits, cancel);
+                        let r = pages::of_pdf(&bytes, &o, &limits, cancel);
                         drop(permit);
                         r
                     })
                     .await?;
-                extract_ms = t0.elapsed().as_millis() as u64;
+                let extract_ms = t0.elapsed().as_millis() as u64;
                 let n = extracted.pages.len() as u32;
                 obs.progress(Stage::Extract, n, n);
-                Pages::Pdf(extracted)
-            }
-        };
-        let o = opts.clone();
-        let prep = self.blocking(cancel, move |cancel| prepare(pages, &o, cancel)).await?;
-        let mut stats = SummaryStats {
-            page_count: prep.page_count,
-            pages: prep.pages,
-            paragraphs: prep.doc.prose().count() as u32,
-            sentences: prep.sentences,
-            input_chars: prep.input_chars,
-            edge_lines_removed: prep.doc.clean.edge_lines_removed as u32,
-            dehyphenated: prep.doc.clean.dehyphenated as u32,
-            warnings: prep.warnings.clone(),
-            extract_ms,
-            ..SummaryStats::default()
-        };
-        let language = match opts.language {
-            Language::Auto => prep.language,
-            l => l,
-        };
-        stats.language = language.as_str().to_string();
-        let doc = Arc::new(prep.doc);
-        let mut cacheable = true;
-        let ((text, sentences), method) = match model {
-            Some(m) => {
-                stats.model = m.name.clone();
-                stats.template = m.template_name.clone();
-                match self.model_summary(m, &doc, opts, language, &mut stats, obs, cancel).await {
-                    Ok(ModelOutcome::Summary(text, anchors)) => ((text, anchors), Method::Model),
-                    Ok(ModelOutcome::Unusable(reason)) => {
-                        tracing::info!("model answer not used: {reason}");
-                        stats.fallback = reason;
-                        (self.extractive(&doc, opts, &mut stats.warnings, obs, cancel).await?, Method::Extractive)
-                    }
-                    Err(ModelFailure::Stop(e)) => return Err(e),
-                    Err(ModelFailure::Failed(reason) | ModelFailure::TooLarge(reason)) => {
-                        tracing::warn!("model failed, answering with the extractive method: {reason}");
-                        stats.fallback = reason;
-                        // A transient failure: the next request may well get the model's answer.
-                        cacheable = false;
-                        (self.extractive(&doc, opts, &mut stats.warnings, obs, cancel).await?, Method::Extractive)
-                    }
-                }
-            }
-            None => (self.extractive(&doc, opts, &mut stats.warnings, obs, cancel).await?, Method::Extractive),
-        };
-        stats.elapsed_ms = started.elapsed().as_millis() as u64;
-        let summary = Summary { text, method, stats, sentences };
-        if let (true, Some(k), Some(cache)) = (cacheable, key, &self.cache) {
-            let (cache, entry) = (cache.clone(), summary.clone());
-            let stored = self.blocking(cancel, move |_| Ok(cache.put(&k, &entry).map_err(|e| (e, cache.dir().to_path_buf())))).await?;
-            if let Err((e, dir)) = stored {
-                tracing::warn!("summary cache: cannot store an entry in {}: {e}", dir.display());
+                Ok((extracted, extract_ms))
             }
         }
-        Ok(summary)
+    }
+
+    /// The summary of `doc`: the model's when one is chosen and its answer is usable, else
+    /// the extractive ranker's (the reason in `stats.fallback`). A model that failed (not one
+    /// whose answer was unusable) makes the result uncacheable: the next request may well get
+    /// the model's answer.
+    #[allow(clippy::too_many_arguments)]
+    async fn compose(
+        &self,
+        model: Option<&ModelSetup>,
+        doc: Arc<Document>,
+        opts: &SummaryOptions,
+        language: Language,
+        stats: &mut SummaryStats,
+        obs: &mut dyn Observer,
+        cancel: &Cancel,
+    ) -> Result<Composed, SummaryError> {
+        let Some(m) = model else {
+            return Ok(Composed::extractive(self.extractive(&doc, opts, &mut stats.warnings, obs, cancel).await?, true));
+        };
+        stats.model = m.name.clone();
+        stats.template = m.template_name.clone();
+        match self.model_summary(m, &doc, opts, language, stats, obs, cancel).await {
+            Ok(ModelOutcome::Summary(text, sentences)) => Ok(Composed { text, sentences, method: Method::Model, cacheable: true }),
+            Ok(ModelOutcome::Unusable(reason)) => {
+                tracing::info!("model answer not used: {reason}");
+                stats.fallback = reason;
+                Ok(Composed::extractive(self.extractive(&doc, opts, &mut stats.warnings, obs, cancel).await?, true))
+            }
+            Err(ModelFailure::Stop(e)) => Err(e),
+            Err(ModelFailure::Failed(reason) | ModelFailure::TooLarge(reason)) => {
+                tracing::warn!("model failed, answering with the extractive method: {reason}");
+                stats.fallback = reason;
+                Ok(Composed::extractive(self.extractive(&doc, opts, &mut stats.warnings, obs, cancel).await?, false))
+            }
+        }
+    }
+
+    /// Stores `summary` under `key` (nothing without a key); a cache that cannot store it is
+    /// logged, not an error: the summary is still the answer.
+    async fn store(&self, key: Option<CacheKey>, summary: &Summary, cancel: &Cancel) -> Result<(), SummaryError> {
+        let (Some(k), Some(cache)) = (key, &self.cache) else { return Ok(()) };
+        let (cache, entry) = (cache.clone(), summary.clone());
+        let stored = self.blocking(cancel, move |_| Ok(cache.put(&k, &entry).map_err(|e| (e, cache.dir().to_path_buf())))).await?;
+        if let Err((e, dir)) = stored {
+            tracing::warn!("summary cache: cannot store an entry in {}: {e}", dir.display());
+        }
+        Ok(())
     }
 
     /// The extractive summary and its anchors, reported as the `rank` stage and one partial
@@ -371,6 +407,21 @@ pub(crate) const NO_SENTENCE: &str = "the document has no whole sentence: the su
 
 /// The `NoText` error of a document whose text has no prose (docs/DBUS.md, "Errors").
 pub(crate) const NO_PROSE: &str = "the document has no prose to summarize: its text is code, tables, formulas or lists without sentences";
+
+/// A summary's text, the anchors of the document's sentences it quotes, how it was made, and
+/// whether it may be cached.
+struct Composed {
+    text: String,
+    sentences: Vec<Anchor>,
+    method: Method,
+    cacheable: bool,
+}
+
+impl Composed {
+    fn extractive((text, sentences): (String, Vec<Anchor>), cacheable: bool) -> Self {
+        Composed { text, sentences, method: Method::Extractive, cacheable }
+    }
+}
 
 enum ModelOutcome {
     /// The summary, and the anchors of the document's sentences it quotes.

@@ -228,12 +228,13 @@ fn numbered(parts: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::summarize::document::text_pages;
+    use crate::summarize::pages::{split, whole};
+    use crate::summarize::structure;
 
     #[test]
     fn condense_keeps_the_best_sentences_in_order() {
         let text: String = (0..40).map(|i| format!("Solar energy fact number {i} about panels. Unrelated filler {i} here.\n\n")).collect();
-        let doc = Document::read(text_pages(&text), "", &Cancel::new()).unwrap();
+        let doc = structure::read(whole(split(&text)), &Cancel::new()).unwrap();
         let count = |s: &str| s.split_whitespace().count();
         let (out, kept) = condense(&doc, 100, &count, &Cancel::new()).unwrap();
         assert!(kept > 0 && kept < 80);

@@ -1,70 +1,50 @@
-//! Preparing the document: the pages (split from text at form feeds, or the PDF extractor's),
-//! the requested pages among them, then lines, blocks and sections ([`Document::read`]), its
-//! language and counts; and `--explain`, which shows the ranker's view of what was read.
+//! Preparing the document: its pages read into a [`Document`] ([`structure::read`]), refused
+//! when nothing to summarize is left; what the stats say of it before any summarizing; and
+//! `--explain`, which shows the ranker's view of what was read.
 
-use super::super::document::{text_pages, Document};
-use super::super::extract::{extract_pages, ExtractedPages};
+use super::super::document::Document;
 use super::super::prompt::detect_language;
 use super::super::rank::Ranker;
 use super::super::scorer::NAMES;
 use super::super::text::split_sentences;
-use super::super::{Cancel, Language, SummaryError, SummaryOptions};
+use super::super::{pages, structure, Cancel, Language, SummaryError, SummaryOptions, SummaryStats};
 use super::Input;
+use seqgpt_pdf::ExtractedDocument;
 
-/// The document read, and what the stats say of it.
-pub(super) struct Prepared {
-    pub doc: Document,
-    pub page_count: u32,
-    pub pages: u32,
-    pub input_chars: u64,
-    pub warnings: Vec<String>,
-    /// Detected from the text (used when the request says `auto`).
-    pub language: Language,
-    /// Sentences in all the document's blocks.
-    pub sentences: u32,
-}
-
-/// A document's pages: text to split at form feeds, or what the PDF extractor gave.
-pub(super) enum Pages {
-    Text(String),
-    Pdf(ExtractedPages),
-}
-
-/// Pages -> selected pages -> the document read (lines, blocks, sections), its language.
-pub(super) fn prepare(input: Pages, opts: &SummaryOptions, cancel: &Cancel) -> Result<Prepared, SummaryError> {
-    let (page_count, pages, warnings, title, pdf) = match input {
-        Pages::Text(t) => {
-            let pages = text_pages(&t);
-            (pages.len() as u32, pages, Vec::new(), None, false)
-        }
-        Pages::Pdf(e) => (e.page_count, e.pages, e.warnings, e.title, true),
-    };
-    // PDF pages arrive already selected by the extractor; text pages are selected here.
-    let selected: Vec<_> = match (&opts.pages, pdf) {
-        (Some(r), false) => {
-            let (a, b) = (*r.start(), *r.end());
-            if a == 0 || a > b || a > page_count {
-                return Err(SummaryError::InvalidArgs(format!(
-                    "pages {a}-{b} do not select any of the text's {page_count} pages (pages are separated by form feeds)"
-                )));
-            }
-            pages.into_iter().filter(|p| (a..=b).contains(&p.number)).collect()
-        }
-        _ => pages,
-    };
-    let input_chars = selected.iter().map(|p| p.text.chars().count() as u64).sum();
-    let page_total = selected.len() as u32;
+/// The document read from `extracted` (lines, blocks, sections); `NoText` when no text is left
+/// after cleaning, or no prose (only code, tables, formulas or lists).
+pub(super) fn read_document(extracted: ExtractedDocument, cancel: &Cancel) -> Result<Document, SummaryError> {
     cancel.check()?;
-    let doc = Document::read(selected, title.as_deref().unwrap_or(""), cancel)?;
+    let doc = structure::read(extracted, cancel)?;
     if !doc.blocks.iter().any(|b| !b.text.trim().is_empty()) {
         return Err(SummaryError::NoText("there is no text to summarize (empty after cleaning)".into()));
     }
     if super::super::rank::summarizable(&doc).is_empty() {
         return Err(SummaryError::NoText(super::NO_PROSE.into()));
     }
-    let language = detect_language(doc.blocks.iter().map(|b| b.text.as_str()));
-    let sentences = doc.blocks.iter().map(|b| split_sentences(&b.text).len()).sum::<usize>() as u32;
-    Ok(Prepared { doc, page_count, pages: page_total, input_chars, warnings, language, sentences })
+    Ok(doc)
+}
+
+/// What the stats say of `doc` before it is summarized: its pages, paragraphs, sentences and
+/// characters, what cleaning removed, and the extractor's warnings.
+pub(super) fn document_stats(doc: &Document, extract_ms: u64) -> SummaryStats {
+    SummaryStats {
+        page_count: doc.page_count,
+        pages: doc.pages.len() as u32,
+        paragraphs: doc.prose().count() as u32,
+        sentences: doc.blocks.iter().map(|b| split_sentences(&b.text).len()).sum::<usize>() as u32,
+        input_chars: doc.pages.iter().map(|p| p.text.chars().count() as u64).sum(),
+        edge_lines_removed: doc.clean.edge_lines_removed as u32,
+        dehyphenated: doc.clean.dehyphenated as u32,
+        warnings: doc.warnings.clone(),
+        extract_ms,
+        ..SummaryStats::default()
+    }
+}
+
+/// The language of `doc`, detected from its blocks' text.
+pub(super) fn language_of(doc: &Document) -> Language {
+    detect_language(doc.blocks.iter().map(|b| b.text.as_str()))
 }
 
 /// Why the extractive summary of `input` is what it is: every block with its kind and
@@ -72,12 +52,11 @@ pub(super) fn prepare(input: Pages, opts: &SummaryOptions, cancel: &Cancel) -> R
 /// (`seqgpt summarize --local --explain`). Runs on the calling thread.
 pub fn explain(input: Input, opts: &SummaryOptions, limits: &seqgpt_pdf::Limits) -> Result<serde_json::Value, SummaryError> {
     let cancel = Cancel::new();
-    let pages = match input {
-        Input::Text(t) => Pages::Text(t),
-        Input::Pdf { bytes, .. } => Pages::Pdf(extract_pages(&bytes, opts, limits, &cancel)?),
+    let extracted = match input {
+        Input::Text(t) => pages::of_text(&t, opts)?,
+        Input::Pdf { bytes, .. } => pages::of_pdf(&bytes, opts, limits, &cancel)?,
     };
-    let prep = prepare(pages, opts, &cancel)?;
-    let doc = &prep.doc;
+    let doc = &read_document(extracted, &cancel)?;
     let ranker = Ranker::new(doc, &cancel)?;
     let chosen = ranker.choose(opts.word_budget()).chosen;
     let blocks: Vec<serde_json::Value> = doc
