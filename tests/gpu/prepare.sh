@@ -51,7 +51,9 @@ BUILD_S=$(($(date +%s) - START))
 CPU_TD=${CARGO_TARGET_DIR:-target}
 
 stage="pack"
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude 2>/dev/null || true
+# .gpu/ stays out of git, also in a worktree (whose .git is a file naming the shared one).
+EXCLUDE=$(git rev-parse --git-path info/exclude 2>/dev/null || echo .git/info/exclude)
+grep -qx '/.gpu/' "$EXCLUDE" 2>/dev/null || echo '/.gpu/' >> "$EXCLUDE" 2>/dev/null || true
 rm -rf .gpu
 bash tests/gpu/pack.sh .gpu seqgpt="$TD/release/seqgpt" seqgpt-quantize="$CPU_TD/release/seqgpt-quantize" \
   scheduler_load="$SCHED"
