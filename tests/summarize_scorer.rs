@@ -99,6 +99,38 @@ async fn a_manuals_defining_first_sentence_is_kept_and_its_change_log_is_not() {
     assert!(!s.sentences.is_empty());
 }
 
+#[test]
+fn a_lowercase_start_is_a_name_the_document_uses_never_a_common_word() {
+    // A command's name opens the first page; the last page opens with the tail of a
+    // sentence cut off before it, "starts ..." (a word documents in general use, used twice).
+    let first = para(
+        &[
+            "neato is a utility that draws undirected graphs, the kind of graphs that are often used in",
+            "telecommunication and computational biology. It reads a graph file and writes a drawing of it.",
+        ],
+        716.0,
+    );
+    let second = para(
+        &[
+            "Since the file format includes both undirected and directed graphs, neato draws graphs",
+            "prepared for dot, and vice versa. The layout is made by a spring model in the plane.",
+        ],
+        716.0,
+    );
+    let mut third = vec![("B", 14.0, 72.0, 740.0, "5 Pages")];
+    third.extend(para(&["A new drawing starts on a page of its own when the graph file holds several graphs."], 716.0));
+    third.extend(para(&["starts a new page when the drawing of the graph does not fit on the current page."], 692.0));
+    let bytes = pdf(&[first, second, third]);
+    let v = explain(Input::Pdf { bytes, permit: None }, &SummaryOptions::default(), &seqgpt_pdf::Limits::default()).unwrap();
+    let candidate = |start: &str| {
+        let s = v["sentences"].as_array().unwrap().iter().find(|s| s["text"].as_str().unwrap().starts_with(start));
+        s.unwrap_or_else(|| panic!("no sentence starts {start:?}"))["candidate"].as_bool().unwrap()
+    };
+    assert!(candidate("neato is a utility"), "a command's name may start a sentence");
+    assert!(!candidate("starts a new page"), "a common word's lowercase start is the tail of a cut sentence");
+    assert!(candidate("A new drawing starts"));
+}
+
 #[tokio::test]
 async fn a_sentence_that_points_back_never_stands_alone() {
     // Each paragraph's second sentence points back; the first is too long for the budget.

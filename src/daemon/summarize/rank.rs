@@ -32,7 +32,7 @@ use super::scorer::{FeatureVec, Scorer};
 use super::structure::prose_share;
 use super::text::{balanced, double_quotes_paired, is_cjk, is_cjk_letter, split_sentences, terms};
 use super::{Cancel, Style, SummaryError};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 /// Words of `text`: whitespace-separated tokens, except that in a token with CJK letters each
@@ -306,11 +306,21 @@ impl Ranker {
             }
         }
         // A sentence may begin in lowercase with a name the document uses (a command), not
-        // with a common word (the tail of a sentence cut off before the text).
+        // with a common word (the tail of a sentence cut off before the text: "starts a new
+        // page."). A name is used in more than one sentence, and it is either no word that
+        // documents in general use (the abstract vocabulary) or the document shows it as a
+        // command or in its title ("dot draws ...", with `dot -Tps` in a listing).
+        let mut shown: Option<HashSet<String>> = None;
         for s in sentences.iter_mut().filter(|s| s.candidate && s.text.starts_with(char::is_lowercase)) {
             let first = s.text.split(|c: char| !c.is_alphanumeric()).next().unwrap_or("");
-            let named = terms(first).first().and_then(|t| ids.get(t)).is_some_and(|&id| df[id as usize] >= 2);
-            s.candidate = named;
+            let Some(term) = terms(first).into_iter().next() else {
+                s.candidate = false;
+                continue;
+            };
+            let repeated = ids.get(&term).is_some_and(|&id| df[id as usize] >= 2);
+            s.candidate = repeated
+                && (!super::scorer::vocabulary().contains_key(&term)
+                    || shown.get_or_insert_with(|| shown_names(doc)).contains(&first.to_lowercase()));
         }
         let idf: Vec<f64> = df.iter().map(|&d| ((total + 1.0) / (f64::from(d) + 1.0)).ln() + 1.0).collect();
         let vectorize = |tf: &[(u32, u32)]| -> SparseVec {
@@ -691,6 +701,19 @@ fn contains_words(text: &str, phrase: &str) -> bool {
         let after = text[at + phrase.len()..].chars().next().is_none_or(|c| !c.is_alphanumeric());
         before && after
     })
+}
+
+/// The names a document shows as commands: the first word of each line of its code (after
+/// a shell prompt), and the words of its title.
+fn shown_names(doc: &Document) -> HashSet<String> {
+    let commands = doc
+        .blocks
+        .iter()
+        .filter(|b| b.kind == BlockKind::Code)
+        .flat_map(|b| b.text.lines())
+        .filter_map(|l| l.trim_start_matches(['$', '%', '#', '>', ' ']).split_whitespace().next());
+    let title = doc.title.split(|c: char| !c.is_alphanumeric());
+    commands.chain(title).filter(|w| !w.is_empty()).map(str::to_lowercase).collect()
 }
 
 /// Whether a sentence at byte `start` of block `b` may begin in lowercase: a manual's
