@@ -25,6 +25,7 @@ pub mod pipeline;
 pub mod prompt;
 pub mod structure;
 pub mod text;
+pub mod title;
 
 pub use pipeline::{Input, Observer, Pipeline, PipelineSettings, Stage};
 

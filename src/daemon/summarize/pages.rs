@@ -3,12 +3,15 @@
 //! summary errors, which the daemon maps to its D-Bus error names); plain text is split into
 //! pages at form feeds. Either way the pages are the selected ones that have text.
 
-use super::{Cancel, SummaryError, SummaryOptions};
+use super::{title, Cancel, SummaryError, SummaryOptions};
 use seqgpt_pdf::{ExtractOptions, ExtractedDocument, Limits, PageStatus, PageText, PdfError};
 
 /// Extracts the pages `opts.pages` of `bytes` (decrypting with `opts.password`), within
 /// `limits`, stopping between pages once `cancel` is set; pages without text are left out,
-/// and a warning names them. CPU-bound: run it on a blocking thread.
+/// and a warning names them. The title is the file's (its information dictionary's), else
+/// the one its first page shows ([`title::of_first_page`]), read from page 1 even when the
+/// selection starts later: the title belongs to the whole document. CPU-bound: run it on a
+/// blocking thread.
 pub fn of_pdf(bytes: &[u8], opts: &SummaryOptions, limits: &Limits, cancel: &Cancel) -> Result<ExtractedDocument, SummaryError> {
     if bytes.len() > limits.max_file_bytes {
         return Err(SummaryError::TooLarge(format!(
@@ -29,6 +32,17 @@ pub fn of_pdf(bytes: &[u8], opts: &SummaryOptions, limits: &Limits, cancel: &Can
         doc.warnings.push(format!("pages without a text layer (image-only?) were skipped: {}", list(&without)));
     }
     doc.pages.retain(|p| p.status == PageStatus::Text);
+    if doc.title.as_deref().is_none_or(|t| t.trim().is_empty()) {
+        doc.title = match doc.pages.first().filter(|p| p.number == 1) {
+            Some(first) => title::of_first_page(first),
+            // A first page that cannot be read gives no title; the selected pages still count.
+            None => seqgpt_pdf::extract_text(bytes, &ExtractOptions { pages: Some(1..=1), ..eo })
+                .ok()
+                .and_then(|d| d.pages.into_iter().next())
+                .filter(|p| p.status == PageStatus::Text)
+                .and_then(|p| title::of_first_page(&p)),
+        };
+    }
     Ok(doc)
 }
 
