@@ -124,7 +124,8 @@ pub struct ExtractedDocument {
     pub pages: Vec<PageText>,
     /// Repairs made to a damaged file, one line each (empty for a sound file).
     pub warnings: Vec<String>,
-    /// The title in the document's information dictionary, when it has a readable one.
+    /// The document's title: `extract_text` reads the information dictionary's, when it has
+    /// a readable one (a caller may set one it found on the pages).
     pub title: Option<String>,
 }
 
