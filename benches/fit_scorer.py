@@ -9,6 +9,11 @@ CORPUS is a multi-genre corpus in the summary kit's layout (manifest-train.tsv w
 
 0. Vocabulary: which terms documents tend to repeat in their abstracts (from `train`; written
    to abstract_vocab.tsv, then the binary is rebuilt with it).
+0b. Key terms: which of a document's terms its abstract uses, from how the document uses each
+   (the term table `--explain` prints): a logistic regression on `train` (the vocabulary
+   column from a table made without the document's fold of sources), written to
+   keyterms.json, then the binary is rebuilt with it. Each sentence's `keyterms` feature is
+   the sum of its terms' probabilities per word.
 1. Features: `seqgpt summarize --local --explain` on the input pages of every document (the
    pages after the abstract) gives each sentence's feature vector, exactly as the daemon
    computes it (cached in CORPUS/features/; --force recomputes).
@@ -17,7 +22,8 @@ CORPUS is a multi-genre corpus in the summary kit's layout (manifest-train.tsv w
 3. Fit, on the `train` candidates, features standardized with train's mean and spread: an
    L2-regularized logistic regression and a listwise softmax (both by Newton's method) on the
    oracle's labels, the same softmax pulled towards a prior instead of towards zero (the
-   linear model closest to the ranking used before weights were learned), and a direct fit:
+   linear model closest to the ranking used before weights were learned, with the
+   `keyterms` weight that gives train's best top-score selection), and a direct fit:
    that prior, then coordinate ascent on train's ROUGE of a top-score selection.
    `val` chooses among them (and the regularization, or the rounds) by the same ROUGE, so no
    weight is searched on `val` and none on the documents that judge the result.
@@ -214,11 +220,11 @@ def prior_weights(docs, mean, scale, names):
     return np.linalg.lstsq(A, t, rcond=None)[0][:-1]
 
 
-def fit_direct(docs, mean, scale, names, rounds):
-    """The linear model closest to [`prior`] (least squares over `train`'s sentences), then
-    coordinate ascent on `train`'s selection ROUGE (each weight in turn moves by +-step where
-    that helps; the step halves each round). Returns the weights after each round."""
-    w = prior_weights(docs, mean, scale, names)
+def fit_direct(docs, mean, scale, start, rounds):
+    """From `start` (the prior), coordinate ascent on `train`'s selection ROUGE (each weight
+    in turn moves by +-step where that helps; the step halves each round). Returns the
+    weights after each round."""
+    w = start.copy()
     best, step, out = selection_rouge(docs, mean, scale, w), 0.3, [w.copy()]
     for _ in range(rounds):
         for k in range(len(w)):
@@ -262,12 +268,16 @@ def main():
     ap.add_argument('--out', default=os.path.join(REPO, 'src/daemon/summarize/scorer.json'))
     ap.add_argument('--golden', default=os.path.join(REPO, 'tests/fixtures/scorer/golden.json'))
     ap.add_argument('--vocab', default=os.path.join(REPO, 'src/daemon/summarize/abstract_vocab.tsv'))
+    ap.add_argument('--keyterms', default=os.path.join(REPO, 'src/daemon/summarize/keyterms.json'))
     ap.add_argument('--force', action='store_true')
     args = ap.parse_args()
     vocabulary(args)
     print('[fit] rebuilding the binary with the new vocabulary', file=sys.stderr)
     subprocess.run(['cargo', 'build', '--release', '--bin', 'seqgpt'], cwd=REPO, check=True)
     args.force = True
+    fit_keyterms(args)
+    print('[fit] rebuilding the binary with the new key-term model', file=sys.stderr)
+    subprocess.run(['cargo', 'build', '--release', '--bin', 'seqgpt'], cwd=REPO, check=True)
     fit_weights(args)
 
 
@@ -313,17 +323,99 @@ def out_of_fold_vocab(args, rows, docs, names, folds=5):
     """The `vocab` feature of each `train` sentence recomputed from a table fitted without its
     document's fold (folds by source): with the table of all of `train`, a document's own
     abstract would be in its feature, and the fit would learn to trust it."""
-    items = vocab_items(args, rows)
-    by_source = sorted({src for src, _, _ in items.values()})
-    fold_of = {src: k % folds for k, src in enumerate(by_source)}
-    tables = [vocab_table(it for name, it in items.items() if fold_of[it[0]] != k) for k in range(folds)]
     col = names.index('vocab')
     for d in docs:
-        table = tables[fold_of[items[d['name']][0]]] if d['name'] in items else None
+        table = fold_table(args, rows, d['name'], folds)
         if table is None:
             continue
         for k, ts in enumerate(d['terms']):
             d['X'][k, col] = sum(table.get(t, 0.0) for t in ts) / max(1, len(ts))
+
+
+_fold_tables = {}
+
+
+def fold_table(args, rows, name, folds=5):
+    """The abstract vocabulary made from `train` without the fold of sources that holds
+    document `name` (None for a document outside `train`)."""
+    if not _fold_tables:
+        items = vocab_items(args, rows)
+        by_source = sorted({src for src, _, _ in items.values()})
+        fold_of = {src: k % folds for k, src in enumerate(by_source)}
+        tables = [vocab_table(it for n, it in items.items() if fold_of[it[0]] != k) for k in range(folds)]
+        _fold_tables.update({n: tables[fold_of[it[0]]] for n, it in items.items()})
+    return _fold_tables.get(name)
+
+
+def term_rows(args, rows, row, v):
+    """A document's terms and their key-term features (the daemon's table), the vocabulary
+    column made without the document's own fold when it is a `train` document."""
+    names = v['term_features']
+    terms = [t for t, _ in v['terms']]
+    X = np.array([x for _, x in v['terms']], float).reshape(len(terms), len(names))
+    table = fold_table(args, rows, row['name']) if row['split'] == 'train' else None
+    if table is not None and len(terms):
+        X[:, names.index('vocab')] = [table.get(t, 0.0) for t in terms]
+    return terms, X
+
+
+def fit_keyterms(args):
+    """Step 0b: the key-term model, on `train`'s terms, written for the daemon."""
+    rows = manifest(args)
+    docs = {'train': [], 'val': []}
+    names = None
+    for row in rows:
+        if row['split'] not in docs:
+            continue
+        v = features(args, row)
+        ref = abstract_terms(args, row)
+        if v is None or ref is None or not v['terms']:
+            continue
+        names = v['term_features']
+        terms, X = term_rows(args, rows, row, v)
+        docs[row['split']].append(dict(X=X, y=np.array([float(t in ref) for t in terms])))
+    X = np.vstack([d['X'] for d in docs['train']])
+    mean, scale = X.mean(0), X.std(0)
+    scale[scale < 1e-9] = 1.0
+    w, b = fit_logistic(docs['train'], mean, scale, 1.0)
+    p = np.concatenate([((d['X'] - mean) / scale) @ w + b for d in docs['val']])
+    y = np.concatenate([d['y'] for d in docs['val']])
+    rank = np.empty(len(p))
+    rank[np.argsort(p, kind='stable')] = np.arange(len(p))
+    auc = (rank[y == 1].sum() - y.sum() * (y.sum() - 1) / 2) / (y.sum() * (len(y) - y.sum()))
+    model = dict(features=names, mean=[round(float(x), 12) for x in mean], scale=[round(float(x), 12) for x in scale],
+                 weights=[round(float(x), 12) for x in w], bias=round(float(b), 12),
+                 fitted=dict(command='benches/fit_scorer.py --root CORPUS (docs/SUMMARIZE.md)',
+                             train_documents=len(docs['train']), train_terms=int(len(X)),
+                             val_auc=round(float(auc), 4)))
+    with open(args.keyterms, 'w', encoding='utf-8') as f:
+        json.dump(model, f, indent=1)
+        f.write('\n')
+    print(f"[fit] wrote {args.keyterms}: {len(X)} train terms, val AUC {auc:.3f}; weights:", file=sys.stderr)
+    for k in np.argsort(-np.abs(w)):
+        print(f"  {names[k]:>14} {w[k]:+.3f}", file=sys.stderr)
+
+
+def out_of_fold_keyterms(args, rows, docs, names):
+    """The `keyterms` feature of each `train` sentence recomputed with term probabilities
+    whose vocabulary column is out of fold (as for `vocab`); for `val` the recomputation
+    must give the daemon's value, which checks that both compute the same."""
+    with open(args.keyterms, encoding='utf-8') as f:
+        km = json.load(f)
+    mean, scale, w = (np.array(km[k]) for k in ('mean', 'scale', 'weights'))
+    col = names.index('keyterms')
+    worst = 0.0
+    for d in docs:
+        terms, X = term_rows(args, rows, d['row'], d['explain'])
+        prob = dict(zip(terms, 1 / (1 + np.exp(-(((X - mean) / scale) @ w + km['bias'])))))
+        value = np.array([sum(prob[t] for t in set(ts)) / max(1, n) for ts, n in zip(d['terms'], d['words'])])
+        if d['row']['split'] == 'train':
+            d['X'][:, col] = value
+        else:
+            worst = max(worst, float(np.abs(value - d['X'][:, col]).max()))
+    print(f"[fit] keyterms recomputed here against the daemon's, on val: largest difference {worst:.2e}", file=sys.stderr)
+    if worst > 1e-9:
+        sys.exit('fit_scorer.py: the keyterms feature differs from the daemon\'s')
 
 
 _abstract_terms = {}
@@ -373,12 +465,14 @@ def fit_weights(args):
         follows = [k > 0 and cands[k - 1]['block'] == c['block'] and cands[k - 1]['index'] + 1 == c['index']
                    for k, c in enumerate(cands)]
         docs[row['split']].append(dict(name=row['name'], genre=row.get('genre', ''), texts=texts, budget=budget,
+                                       row=row, explain=v, words=[c['words'] for c in cands],
                                        dangling=[c['dangling'] for c in cands], follows=follows,
                                        terms=[c['terms'] for c in cands],
                                        rouge=rouge, X=np.array([s['x'] for s in cands], float), y=label))
         print(f"[fit] {row['split']} {row['name']}: {len(cands)} candidates, {int(label.sum())} oracle",
               file=sys.stderr)
     out_of_fold_vocab(args, rows, docs['train'], names)
+    out_of_fold_keyterms(args, rows, docs['train'] + docs['val'], names)
     Xtr = np.vstack([d['X'] for d in docs['train']])
     ytr = np.concatenate([d['y'] for d in docs['train']])
     mean = Xtr.mean(0)
@@ -398,10 +492,19 @@ def fit_weights(args):
             w, b = fitter(docs['train'], mean, scale, lam)
             consider(f'{objective} l2={lam}', w, b)
     w0 = prior_weights(docs['train'], mean, scale, names)
+    # The prior knows no key terms: their weight is the one that gives train's best selection.
+    k = names.index('keyterms')
+    gains = {}
+    for beta in [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]:
+        w0[k] = beta
+        gains[beta] = selection_rouge(docs['train'], mean, scale, w0)
+    w0[k] = max(gains, key=lambda b: (gains[b], -b))
+    print(f"[fit] prior's keyterms weight: {w0[k]} (train (R1 + R2) / 2: "
+          + ', '.join(f'{b}: {50 * g:.2f}' for b, g in gains.items()) + ')', file=sys.stderr)
     for lam in [1000, 3000, 10000, 30000, 100000]:
         w, b = fit_listwise(docs['train'], mean, scale, lam, start=w0)
         consider(f'listwise from the prior l2={lam}', w, b)
-    for k, w in enumerate(fit_direct(docs["train"], mean, scale, names, rounds=1)):
+    for k, w in enumerate(fit_direct(docs["train"], mean, scale, w0, rounds=1)):
         # The bias of a direct fit only shifts every score alike: the oracle's rate, as above.
         consider(f'direct rounds={k}', w, listwise_bias(docs['train'], mean, scale, w))
     val, chosen, w, b = best

@@ -18,6 +18,7 @@ pub mod cache;
 pub mod chunk;
 pub mod clean;
 pub mod document;
+pub mod keyterms;
 pub mod rank;
 pub mod scorer;
 pub mod pages;

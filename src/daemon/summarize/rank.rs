@@ -28,6 +28,7 @@
 use super::document::{Document, SectionKind};
 use super::Anchor;
 use super::document::BlockKind;
+use super::keyterms::{self, KeyTerms, TermFeatures, Usage};
 use super::scorer::{FeatureVec, Scorer};
 use super::structure::prose_share;
 use super::text::{balanced, double_quotes_paired, is_cjk, is_cjk_letter, split_sentences, terms};
@@ -89,6 +90,9 @@ pub struct Ranker {
     pub features: Vec<FeatureVec>,
     /// Each sentence's score (0 for one that is not a candidate).
     pub scores: Vec<f64>,
+    /// The document's terms in first-seen order, with their key-term features
+    /// ([`super::keyterms::NAMES`]), for `--explain` and the script that fits the model.
+    pub terms: Vec<(String, TermFeatures)>,
 }
 
 /// The sentences a summary is made of ([`Ranker::choose`]).
@@ -379,6 +383,8 @@ impl Ranker {
                 t
             })
             .collect();
+        let vocabulary = super::scorer::vocabulary();
+        let key_terms = key_terms(&sentences, &counts, &ids, &title_terms, &heading_terms, vocabulary);
         let share_of = |v: &SparseVec, of: &[u32]| -> f64 {
             if of.is_empty() {
                 0.0
@@ -399,7 +405,6 @@ impl Ranker {
         if lnorm > 0.0 {
             lead.iter_mut().for_each(|w| *w /= lnorm);
         }
-        let vocabulary = super::scorer::vocabulary();
         let max_cos = cosines.iter().zip(&sentences).filter(|(_, s)| s.candidate).map(|(c, _)| *c).fold(0.0, f64::max);
         let mut features = Vec::with_capacity(sentences.len());
         let mut candidates = Vec::with_capacity(sentences.len());
@@ -433,6 +438,7 @@ impl Ranker {
                     let t = terms(&s.text);
                     t.iter().map(|t| vocabulary.get(t).copied().unwrap_or(0.0)).sum::<f64>() / t.len().max(1) as f64
                 },
+                counts[i].iter().map(|&(id, _)| key_terms[id as usize].2).sum::<f64>() / s.words.max(1) as f64,
                 share_of(&vectors[i], &title_terms),
                 share_of(&vectors[i], &heading_terms[block.section]),
                 kind(SectionKind::Front),
@@ -475,7 +481,8 @@ impl Ranker {
         for (s, c) in sentences.iter_mut().zip(candidates) {
             s.candidate = c;
         }
-        Ok(Ranker { sentences, vectors, features, scores })
+        let terms = key_terms.into_iter().map(|(t, x, _)| (t, x)).collect();
+        Ok(Ranker { sentences, vectors, features, scores, terms })
     }
 
     /// Whether sentence `i` may join `chosen` by itself: it points at nothing, or at the
@@ -749,7 +756,7 @@ fn readable(text: &str, words: usize, lower_ok: bool) -> bool {
         && !lead_in
         && !tail
         && (first.is_uppercase() || is_cjk(first) || first.is_ascii_digit() || "\"“‘(".contains(first) || (lower_ok && first.is_lowercase()))
-        && prose_share(text) >= 0.75
+        && prose_share(text) >= 0.85
         // Brackets balanced, asked of CJK sentences only: Latin text writes "a)" and "1)"
         // enumerations; its curly double quotes pair up.
         && (if cjk { balanced(text) } else { double_quotes_paired(text) })
@@ -760,6 +767,53 @@ fn readable(text: &str, words: usize, lower_ok: bool) -> bool {
 fn cjk_lead_in(text: &str) -> bool {
     let t = text.trim_end().trim_end_matches(['。', '：', ':', '.']);
     ["下列", "如下", "以下", "下面的"].iter().any(|w| t.ends_with(w) || ["命令", "指令", "代码", "步骤", "例子", "示例", "内容"].iter().any(|n| t.contains(&format!("{w}{n}"))))
+}
+
+/// Each term's (text, key-term features, probability), by term id: how the document's
+/// sentences (`counts`: their term ids and counts), its title and its headings use it.
+fn key_terms(
+    sentences: &[Sentence],
+    counts: &[Vec<(u32, u32)>],
+    ids: &HashMap<String, u32>,
+    title: &[u32],
+    headings: &[Vec<u32>],
+    vocabulary: &HashMap<String, f64>,
+) -> Vec<(String, TermFeatures, f64)> {
+    let mut usage = vec![Usage::default(); ids.len()];
+    for (i, (s, tf)) in sentences.iter().zip(counts).enumerate() {
+        for &(id, c) in tf {
+            let u = &mut usage[id as usize];
+            if u.count == 0 {
+                u.first = i;
+            }
+            u.count += c;
+            u.last = i;
+            if u.last_block != Some(s.block) {
+                u.blocks += 1;
+                u.last_block = Some(s.block);
+            }
+        }
+    }
+    for &id in title {
+        usage[id as usize].in_title = true;
+    }
+    for &id in headings.iter().flatten() {
+        usage[id as usize].headings += 1;
+    }
+    let occurrences: u64 = counts.iter().flatten().map(|&(_, c)| u64::from(c)).sum();
+    let mut names = vec![""; ids.len()];
+    for (t, &id) in ids {
+        names[id as usize] = t.as_str();
+    }
+    let model = KeyTerms::shipped();
+    names
+        .iter()
+        .zip(&usage)
+        .map(|(t, u)| {
+            let x = keyterms::features(u, sentences.len(), occurrences, vocabulary.get(*t).copied().unwrap_or(0.0));
+            ((*t).to_string(), x, model.probability(&x))
+        })
+        .collect()
 }
 
 fn term_counts(text: &str, ids: &mut HashMap<String, u32>) -> Vec<(u32, u32)> {

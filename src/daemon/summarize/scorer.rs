@@ -21,6 +21,7 @@ pub const NAMES: [&str; N] = [
     "centrality_rel",
     "lead_sim",
     "vocab",
+    "keyterms",
     "title",
     "heading",
     // Section kind and depth.
@@ -59,7 +60,7 @@ pub const NAMES: [&str; N] = [
 ];
 
 /// The number of features.
-pub const N: usize = 37;
+pub const N: usize = 38;
 
 /// One sentence's features, in [`NAMES`] order.
 pub type FeatureVec = [f64; N];
@@ -68,7 +69,7 @@ pub type FeatureVec = [f64; N];
 /// switched off is held at its training mean), to measure what each adds.
 pub fn group(name: &str) -> &'static [&'static str] {
     match name {
-        "centrality" => &["centrality", "centrality_log", "centrality_rel", "lead_sim"],
+        "centrality" => &["centrality", "centrality_log", "centrality_rel", "lead_sim", "keyterms"],
         "vocabulary" => &["vocab"],
         "title" => &["title", "heading"],
         "sections" => &["sec_front", "sec_abstract", "sec_introduction", "sec_background", "sec_body", "sec_conclusion", "sec_appendix", "sec_level"],

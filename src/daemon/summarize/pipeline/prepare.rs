@@ -93,5 +93,13 @@ pub fn explain(input: Input, opts: &SummaryOptions, limits: &seqgpt_pdf::Limits)
             })
         })
         .collect();
-    Ok(serde_json::json!({"title": doc.title, "features": NAMES.to_vec(), "blocks": blocks, "sentences": sentences}))
+    let terms: Vec<serde_json::Value> = ranker.terms.iter().map(|(t, x)| serde_json::json!([t, x.to_vec()])).collect();
+    Ok(serde_json::json!({
+        "title": doc.title,
+        "features": NAMES.to_vec(),
+        "blocks": blocks,
+        "sentences": sentences,
+        "term_features": super::super::keyterms::NAMES.to_vec(),
+        "terms": terms,
+    }))
 }
