@@ -9,7 +9,7 @@
 //! documents (a term is positive when the document's abstract has it) and shipped in
 //! `keyterms.json` beside this file.
 
-use serde::Deserialize;
+use super::logistic::Logistic;
 use std::sync::OnceLock;
 
 /// The term features, in the order of [`TermFeatures`] and of the weights file.
@@ -55,41 +55,11 @@ pub fn features(u: &Usage, sentences: usize, occurrences: u64, vocab: f64) -> Te
     ]
 }
 
-/// A fitted model, as `keyterms.json` holds it.
-#[derive(Debug, Clone, Deserialize)]
-pub struct KeyTerms {
-    pub features: Vec<String>,
-    pub mean: Vec<f64>,
-    pub scale: Vec<f64>,
-    pub weights: Vec<f64>,
-    pub bias: f64,
-}
-
-impl KeyTerms {
-    /// Reads a model; an error names what does not match [`NAMES`].
-    pub fn from_json(text: &str) -> Result<Self, String> {
-        let m: KeyTerms = serde_json::from_str(text).map_err(|e| format!("key-term weights: {e}"))?;
-        if m.features != NAMES {
-            return Err(format!("key-term weights: features {:?}, expected {:?}", m.features, NAMES));
-        }
-        if [m.mean.len(), m.scale.len(), m.weights.len()] != [K; 3] || m.scale.iter().any(|&x| !(x > 0.0)) {
-            return Err("key-term weights: mean, scale and weights need one value per feature (scale > 0)".into());
-        }
-        Ok(m)
-    }
-
-    /// The model that ships with the daemon.
-    pub fn shipped() -> &'static KeyTerms {
-        static SHIPPED: OnceLock<KeyTerms> = OnceLock::new();
-        // The file is compiled in and a unit test reads it: it cannot fail at run time.
-        SHIPPED.get_or_init(|| KeyTerms::from_json(include_str!("keyterms.json")).expect("the shipped keyterms.json is valid"))
-    }
-
-    /// The probability that a term with features `x` is one the abstract uses.
-    pub fn probability(&self, x: &TermFeatures) -> f64 {
-        let z = self.bias + (0..K).map(|k| self.weights[k] * (x[k] - self.mean[k]) / self.scale[k]).sum::<f64>();
-        1.0 / (1.0 + (-z).exp())
-    }
+/// The model that ships with the daemon (`keyterms.json`, over [`NAMES`]).
+pub fn shipped() -> &'static Logistic {
+    static SHIPPED: OnceLock<Logistic> = OnceLock::new();
+    // The file is compiled in and a unit test reads it: it cannot fail at run time.
+    SHIPPED.get_or_init(|| Logistic::from_json(include_str!("keyterms.json"), &NAMES, "key-term weights").expect("the shipped keyterms.json is valid"))
 }
 
 #[cfg(test)]
@@ -98,10 +68,10 @@ mod tests {
 
     #[test]
     fn the_shipped_model_loads_and_prefers_a_frequent_title_term() {
-        let m = KeyTerms::shipped();
+        let m = shipped();
         let title = Usage { count: 30, blocks: 12, first: 0, last: 90, in_title: true, headings: 3, ..Usage::default() };
         let rare = Usage { count: 1, blocks: 1, first: 60, last: 60, ..Usage::default() };
-        let (a, b) = (m.probability(&features(&title, 100, 2000, 0.5)), m.probability(&features(&rare, 100, 2000, 0.0)));
+        let (a, b) = (m.probability(&features(&title, 100, 2000, 0.5), &[]), m.probability(&features(&rare, 100, 2000, 0.0), &[]));
         assert!(a > 0.0 && a < 1.0 && b > 0.0 && b < 1.0, "{a} {b}");
         assert!(a > 2.0 * b, "a frequent title term {a}, a rare one {b}");
     }
@@ -109,6 +79,6 @@ mod tests {
     #[test]
     fn a_model_with_other_features_is_refused() {
         let wrong = r#"{"features": ["tf_log"], "mean": [0], "scale": [1], "weights": [1], "bias": 0}"#;
-        assert!(KeyTerms::from_json(wrong).unwrap_err().contains("features"));
+        assert!(Logistic::from_json(wrong, &NAMES, "key-term weights").unwrap_err().contains("features"));
     }
 }

@@ -19,6 +19,7 @@ pub mod chunk;
 pub mod clean;
 pub mod document;
 pub mod keyterms;
+pub mod logistic;
 pub mod rank;
 pub mod scorer;
 pub mod pages;

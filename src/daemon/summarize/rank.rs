@@ -28,8 +28,8 @@
 use super::document::{Document, SectionKind};
 use super::Anchor;
 use super::document::BlockKind;
-use super::keyterms::{self, KeyTerms, TermFeatures, Usage};
-use super::scorer::{FeatureVec, Scorer};
+use super::keyterms::{self, TermFeatures, Usage};
+use super::scorer::FeatureVec;
 use super::structure::prose_share;
 use super::text::{balanced, double_quotes_paired, is_cjk, is_cjk_letter, split_sentences, terms};
 use super::{Cancel, Style, SummaryError};
@@ -480,9 +480,9 @@ impl Ranker {
             features.push(x);
             candidates.push(s.candidate && !(drop_asides && is_aside) && !matches!(section.kind, SectionKind::Acknowledgements | SectionKind::References | SectionKind::Contents));
         }
-        let scorer = Scorer::shipped();
+        let scorer = super::scorer::shipped();
         let off = super::scorer::indices(&super::ablation::stages());
-        let scores = features.iter().zip(&candidates).map(|(x, &c)| if c { scorer.score(x, &off) } else { 0.0 }).collect();
+        let scores = features.iter().zip(&candidates).map(|(x, &c)| if c { scorer.probability(x, &off) } else { 0.0 }).collect();
         for (s, c) in sentences.iter_mut().zip(candidates) {
             s.candidate = c;
         }
@@ -812,13 +812,13 @@ fn key_terms(
     for (t, &id) in ids {
         names[id as usize] = t.as_str();
     }
-    let model = KeyTerms::shipped();
+    let model = keyterms::shipped();
     names
         .iter()
         .zip(&usage)
         .map(|(t, u)| {
             let x = keyterms::features(u, sentences.len(), occurrences, vocabulary.get(*t).copied().unwrap_or(0.0));
-            ((*t).to_string(), x, model.probability(&x))
+            ((*t).to_string(), x, model.probability(&x, &[]))
         })
         .collect()
 }

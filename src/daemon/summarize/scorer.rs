@@ -9,7 +9,7 @@
 //! docs/SUMMARIZE.md "The learned scorer"): anyone can refit it. Scoring is a dot product per
 //! sentence: deterministic, and negligible beside reading the PDF.
 
-use serde::Deserialize;
+use super::logistic::Logistic;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -80,47 +80,11 @@ pub fn group(name: &str) -> &'static [&'static str] {
     }
 }
 
-/// A fitted model, as `scorer.json` holds it.
-#[derive(Debug, Clone, Deserialize)]
-pub struct Scorer {
-    pub features: Vec<String>,
-    pub mean: Vec<f64>,
-    pub scale: Vec<f64>,
-    pub weights: Vec<f64>,
-    pub bias: f64,
-}
-
-impl Scorer {
-    /// Reads a model; an error names what does not match [`NAMES`].
-    pub fn from_json(text: &str) -> Result<Self, String> {
-        let s: Scorer = serde_json::from_str(text).map_err(|e| format!("scorer weights: {e}"))?;
-        if s.features != NAMES {
-            return Err(format!("scorer weights: features {:?}, expected {:?}", s.features, NAMES));
-        }
-        if [s.mean.len(), s.scale.len(), s.weights.len()] != [N; 3] || s.scale.iter().any(|&x| !(x > 0.0)) {
-            return Err("scorer weights: mean, scale and weights need one finite value per feature (scale > 0)".into());
-        }
-        Ok(s)
-    }
-
-    /// The model that ships with the daemon.
-    pub fn shipped() -> &'static Scorer {
-        static SHIPPED: OnceLock<Scorer> = OnceLock::new();
-        // The file is compiled in and a unit test reads it: it cannot fail at run time.
-        SHIPPED.get_or_init(|| Scorer::from_json(include_str!("scorer.json")).expect("the shipped scorer.json is valid"))
-    }
-
-    /// The probability that the sentence with features `x` belongs in the summary; features
-    /// listed in `off` are held at their mean (ablation).
-    pub fn score(&self, x: &FeatureVec, off: &[usize]) -> f64 {
-        let mut z = self.bias;
-        for k in 0..N {
-            if !off.contains(&k) {
-                z += self.weights[k] * (x[k] - self.mean[k]) / self.scale[k];
-            }
-        }
-        1.0 / (1.0 + (-z).exp())
-    }
+/// The model that ships with the daemon (`scorer.json`, over [`NAMES`]).
+pub fn shipped() -> &'static Logistic {
+    static SHIPPED: OnceLock<Logistic> = OnceLock::new();
+    // The file is compiled in and a unit test reads it: it cannot fail at run time.
+    SHIPPED.get_or_init(|| Logistic::from_json(include_str!("scorer.json"), &NAMES, "scorer weights").expect("the shipped scorer.json is valid"))
 }
 
 /// How much more often than the average term each term of a document is found in its
@@ -156,11 +120,11 @@ mod tests {
 
     #[test]
     fn the_shipped_weights_load() {
-        let s = Scorer::shipped();
+        let s = shipped();
         assert_eq!(s.features.len(), N);
         assert!(s.weights.iter().all(|w| w.is_finite()));
         let x = [0.0; N];
-        let p = s.score(&x, &[]);
+        let p = s.probability(&x, &[]);
         assert!(p > 0.0 && p < 1.0);
         assert!(vocabulary().len() > 100, "the vocabulary holds {} terms", vocabulary().len());
     }
@@ -168,7 +132,7 @@ mod tests {
     #[test]
     fn a_weights_file_with_other_features_is_refused() {
         let bad = r#"{"features":["centrality"],"mean":[0],"scale":[1],"weights":[1],"bias":0}"#;
-        assert!(Scorer::from_json(bad).unwrap_err().contains("expected"));
+        assert!(Logistic::from_json(bad, &NAMES, "scorer weights").unwrap_err().contains("expected"));
     }
 
     #[test]
