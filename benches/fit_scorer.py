@@ -300,12 +300,9 @@ def vocab_table(items):
 
 def vocab_items(args, rows):
     items = {}
-    for row in rows:
-        if row['split'] != 'train':
-            continue
-        v = features(args, row)
+    for row, v in explained(args, rows, ('train',)):
         ref = abstract_terms(args, row)
-        if v is not None and ref is not None:
+        if ref is not None:
             items[row['name']] = (row.get('source', row['name']), set(t for s in v['sentences'] for t in s['terms']), ref)
     return items
 
@@ -364,12 +361,9 @@ def fit_keyterms(args):
     rows = manifest(args)
     docs = {'train': [], 'val': []}
     names = None
-    for row in rows:
-        if row['split'] not in docs:
-            continue
-        v = features(args, row)
+    for row, v in explained(args, rows, docs):
         ref = abstract_terms(args, row)
-        if v is None or ref is None or not v['terms']:
+        if ref is None or not v['terms']:
             continue
         names = v['term_features']
         terms, X = term_rows(args, rows, row, v)
@@ -432,6 +426,15 @@ def abstract_terms(args, row):
     return terms
 
 
+def explained(args, rows, splits):
+    """(row, --explain output) of each document of `splits` the binary could read."""
+    for row in rows:
+        if row['split'] in splits:
+            v = features(args, row)
+            if v is not None:
+                yield row, v
+
+
 def manifest(args):
     with open(os.path.join(args.root, 'manifest-train.tsv'), encoding='utf-8') as f:
         return list(csv.DictReader(f, delimiter='\t'))
@@ -442,12 +445,7 @@ def fit_weights(args):
     rows = manifest(args)
     docs = {'train': [], 'val': []}
     names = None
-    for row in rows:
-        if row['split'] not in docs:
-            continue
-        v = features(args, row)
-        if v is None:
-            continue
+    for row, v in explained(args, rows, docs):
         with open(os.path.join(args.root, 'ref', row['name'] + '.abstract.txt'), encoding='utf-8') as f:
             ref = f.read().strip()
         for k, sent in enumerate(v['sentences']):
