@@ -175,3 +175,53 @@ async fn anchors_point_to_the_sentence_on_its_page() {
         assert!(a.boxes.is_empty());
     }
 }
+
+/// A number table of three rows at `y` (14 points apart).
+fn table_at(y: f32) -> Vec<L<'static>> {
+    let rows = [["Linear", "2.34", "5.67"], ["Quadratic", "3.45", "6.78"], ["Cubic", "4.56", "7.89"]];
+    let mut out = Vec::new();
+    for (i, row) in rows.iter().enumerate() {
+        for (k, cell) in row.iter().enumerate() {
+            out.push(("R", 10.0, 72.0 + 150.0 * k as f32, y - 14.0 * i as f32, *cell));
+        }
+    }
+    out
+}
+
+#[test]
+fn a_sentence_the_page_sets_around_a_table_is_read_whole() {
+    let mut page = vec![
+        ("R", 10.0, 72.0, 730.0, "The tool reads every page of a long document and keeps the few sentences that"),
+        ("R", 10.0, 72.0, 718.0, "a reader needs, and it measures how well they match what the authors wrote in"),
+    ];
+    page.extend(table_at(690.0));
+    page.extend([
+        ("R", 10.0, 72.0, 640.0, "their own abstract, so that the summary can be trusted by the people who read it."),
+        ("R", 10.0, 72.0, 628.0, "The measurements are repeated on documents of many kinds and many sources."),
+    ]);
+    let doc = read(&article(&[page]));
+    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    assert_eq!(kind_of(&doc, "2.34"), BlockKind::Table, "{}", show());
+    let ranker = Ranker::new(&doc, &Cancel::new()).unwrap();
+    let texts: Vec<&str> = ranker.sentences.iter().map(|s| s.text.as_str()).collect();
+    let whole = "The tool reads every page of a long document and keeps the few sentences that a reader needs, and it measures how well \
+                 they match what the authors wrote in their own abstract, so that the summary can be trusted by the people who read it.";
+    assert!(texts.contains(&whole), "{texts:#?}");
+    assert!(ranker.sentences.iter().all(|s| !s.text.starts_with("their own abstract")), "{texts:#?}");
+}
+
+#[test]
+fn a_running_header_before_a_table_is_no_sentence_start() {
+    // A one-line running header, a table at the top of the page, then a paragraph that goes on
+    // from the page before (not given): the header and the paragraph stay apart.
+    let mut page = vec![("R", 10.0, 72.0, 760.0, "Journal of Statistical Tools and Their Uses")];
+    page.extend(table_at(730.0));
+    page.extend([
+        ("R", 10.0, 72.0, 680.0, "observations on the number of faults in rolls of a textile fabric are counted"),
+        ("R", 10.0, 72.0, 668.0, "for each roll. The model is fitted to these counts with two components."),
+    ]);
+    let doc = read(&article(&[page]));
+    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    let header = doc.blocks.iter().find(|b| b.text.contains("Journal of Statistical")).unwrap_or_else(|| panic!("{}", show()));
+    assert!(!header.text.contains("observations"), "{}", show());
+}

@@ -381,21 +381,32 @@ fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
         }
     }
     cancel.check()?;
-    // Pass 1: each group's kind; a prose block that a page break cut in two continues the
-    // previous one.
+    // Pass 1: each group's kind; a prose block that a page break or a float cut in two
+    // continues the previous one.
     let mut blocks: Vec<Block> = Vec::new();
     let mut sizes: Vec<f32> = Vec::new();
     for g in groups {
         let (text, joins) = doc.join_lines(&g);
         let kind = classify(&g.iter().map(|&i| feats[i]).collect::<Vec<_>>(), &text, &g.iter().map(|&i| doc.lines[i].indent).collect::<Vec<_>>());
         if kind.is_prose() {
-            if let Some(prev) = blocks.iter_mut().rev().find(|b| !matches!(b.kind, BlockKind::Footnote | BlockKind::Other | BlockKind::Caption)) {
+            // Floats (tables, figures, their captions, notes) may stand between the two halves
+            // of a sentence, across a page break too; on one page the text flows around
+            // figures and tables, never around its own notes.
+            let float = |k: BlockKind| matches!(k, BlockKind::Footnote | BlockKind::Other | BlockKind::Caption | BlockKind::Table);
+            let floats_between = blocks.last().is_some_and(|b| float(b.kind)) && !blocks.iter().rev().take_while(|b| float(b.kind)).any(|b| b.kind == BlockKind::Footnote);
+            if let Some(prev) = blocks.iter_mut().rev().find(|b| !float(b.kind)) {
                 let prev_page = prev.lines.last().map(|&i| doc.lines[i].page);
                 let page = doc.lines[g[0]].page;
-                // The same page: the next block immediately follows (nothing between them) and
-                // starts in lowercase: a paragraph the layout split (a column break, a float).
-                let adjacent = prev_page == Some(page) && prev.lines.last().is_some_and(|&l| l + 1 == g[0]) && text.starts_with(|c: char| c.is_lowercase());
-                if prev.kind == BlockKind::Prose && (prev_page.is_some_and(|p| p + 1 == page) || adjacent) && continues_across_page(&prev.text, &text) {
+                // A paragraph the layout split: the next line on the same page (a column break,
+                // a change of size); on the same page across figures and tables, where the type
+                // size stays (a note's continuation is no body text's) and the block before
+                // them has more than one line (one line may be a running header); the next page.
+                let contiguous = prev_page == Some(page) && prev.lines.last().is_some_and(|&l| l + 1 == g[0]);
+                let same_size = (median_size(&feats, &prev.lines) - median_size(&feats, &g)).abs() <= 0.12;
+                let around_floats = prev_page == Some(page) && floats_between && prev.lines.len() > 1;
+                let lowercase = text.starts_with(|c: char| c.is_lowercase());
+                let split = (contiguous && lowercase) || (around_floats && same_size && lowercase) || prev_page.is_some_and(|p| p + 1 == page);
+                if prev.kind == BlockKind::Prose && split && continues_across_page(&prev.text, &text) {
                     prev.lines.extend(g.iter().copied());
                     let (t, j) = doc.join_lines(&prev.lines);
                     prev.text = t;
@@ -471,6 +482,13 @@ fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
     doc.blocks = blocks;
     doc.sections = sections;
     Ok(())
+}
+
+/// The median type size of `lines` (one line's size may be off: a large symbol, a note mark).
+fn median_size(feats: &[Features], lines: &[usize]) -> f32 {
+    let mut sizes: Vec<f32> = lines.iter().map(|&l| feats[l].size).collect();
+    sizes.sort_by(f32::total_cmp);
+    sizes.get(sizes.len() / 2).copied().unwrap_or(1.0)
 }
 
 /// A numbered line short enough for a heading whose title starts like one (a capital or a CJK
