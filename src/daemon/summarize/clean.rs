@@ -256,24 +256,40 @@ fn line_key(line: &str) -> String {
     out
 }
 
-/// Keys of edge lines that repeat on at least half of the pages (and on two or more).
+/// Keys of edge lines that repeat on at least half of the pages that hold text (and on two or
+/// more), or on at least half of the odd or of the even pages (and on three or more of them):
+/// books and journals set the title over one side and the authors over the other, and a
+/// figure at a page's top can push the header out of the edge lines now and then.
 fn running_lines(pages: &[Vec<&str>]) -> BTreeSet<String> {
     if pages.len() < 2 {
         return BTreeSet::new();
     }
-    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    for lines in pages {
+    // Per key: the odd and the even pages (by their place in the input) that hold it.
+    let mut counts: BTreeMap<String, [usize; 2]> = BTreeMap::new();
+    let mut with_text = [0usize; 2];
+    for (i, lines) in pages.iter().enumerate() {
+        if lines.iter().all(|l| l.trim().is_empty()) {
+            continue;
+        }
+        with_text[i % 2] += 1;
         let keys: BTreeSet<String> = edge_indices(lines)
             .into_iter()
             .map(|i| line_key(&lines[i]))
             .filter(|k| !k.is_empty() && k.chars().count() <= MAX_HEADER_CHARS)
             .collect();
         for k in keys {
-            *counts.entry(k).or_default() += 1;
+            counts.entry(k).or_default()[i % 2] += 1;
         }
     }
-    let n = pages.len();
-    counts.into_iter().filter(|(_, c)| *c >= 2 && c * 2 >= n).map(|(k, _)| k).collect()
+    let n = with_text[0] + with_text[1];
+    counts
+        .into_iter()
+        .filter(|(_, c)| {
+            let all = c[0] + c[1];
+            (all >= 2 && all * 2 >= n) || (0..2).any(|side| c[side] >= 3 && c[side] * 2 >= with_text[side])
+        })
+        .map(|(k, _)| k)
+        .collect()
 }
 
 /// Page-number lines: "7", "- 7 -", "Page 7", "page 7 of 12", "7 / 12", "第7页", "vii".
@@ -387,6 +403,27 @@ mod tests {
         assert_eq!(doc.blocks[2].page(&doc), 3);
         // The running header is kept as a title candidate.
         assert_eq!(doc.title, "Annual Report 2024");
+    }
+
+    #[test]
+    fn headers_that_alternate_between_odd_and_even_pages_go() {
+        // The title over the even pages, the authors over the odd ones; one even page opens
+        // with a figure's labels instead, and the last page is empty.
+        let words = ["rivers", "forests", "deserts", "islands", "glaciers", "valleys", "harbours", "meadows"];
+        let mut pages: Vec<String> = (1..=8)
+            .map(|n| {
+                let header = if n % 2 == 0 { "Density-based Clustering with R" } else { "Ann Smith, Bo Chen" };
+                let top = if n == 6 { format!("(a)\n(b)\n(c)\n\n{header}") } else { header.to_string() };
+                let w = words[n - 1];
+                format!("{top}\n\nThis page is about {w},\nwhich the survey of {w}\ndescribes at length.\n\n{n}\n")
+            })
+            .collect();
+        pages.push(String::new());
+        let doc = read(&pages.iter().map(String::as_str).collect::<Vec<_>>());
+        let all = texts(&doc).join(" | ");
+        assert!(!all.contains("Ann Smith"), "{all}");
+        assert_eq!(all.matches("Density-based Clustering").count(), 1, "only the header the figure pushed down stays: {all}");
+        assert_eq!(doc.blocks.iter().filter(|b| b.text.starts_with("This page is about")).count(), 8, "{all}");
     }
 
     #[test]
