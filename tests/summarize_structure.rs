@@ -225,3 +225,31 @@ fn a_running_header_before_a_table_is_no_sentence_start() {
     let header = doc.blocks.iter().find(|b| b.text.contains("Journal of Statistical")).unwrap_or_else(|| panic!("{}", show()));
     assert!(!header.text.contains("observations"), "{}", show());
 }
+
+#[test]
+fn notes_that_fill_more_than_the_bottom_fifth_are_notes() {
+    // A critical edition's page: the text, then its notes in a smaller size, from below the
+    // text down to the page's foot, more than a fifth of the page high. A quotation set small
+    // between two paragraphs of text is no note.
+    let mut page = vec![
+        ("R", 10.0, 72.0, 730.0, "The edition prints the text of the poem with its variant readings and notes."),
+        ("R", 10.0, 72.0, 718.0, "Every line of the text is numbered, so that a note can say which line it is on."),
+        ("R", 8.0, 90.0, 696.0, "A quotation from the preface is set in a smaller size between the paragraphs."),
+        ("R", 10.0, 72.0, 674.0, "The notes below the text give the readings of the other manuscripts in full."),
+    ];
+    let notes = [
+        "1 Tous ] The first manuscript reads the same word here, with a different spelling of it.",
+        "2 rois ] The second manuscript leaves this word out, and the third adds a gloss above it.",
+        "3 Grece ] The fourth manuscript has a longer form of the name, which the editors keep.",
+    ];
+    for (i, note) in notes.iter().cycle().take(9).enumerate() {
+        page.push(("R", 8.0, 72.0, 400.0 - 11.0 * i as f32, note));
+    }
+    let doc = read(&article(&[page_one(), page]));
+    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    assert_eq!(kind_of(&doc, "The first manuscript"), BlockKind::Footnote, "{}", show());
+    assert_eq!(kind_of(&doc, "A quotation from the preface"), BlockKind::Prose, "{}", show());
+    assert_eq!(kind_of(&doc, "The notes below the text"), BlockKind::Prose, "{}", show());
+    let ranker = Ranker::new(&doc, &Cancel::new()).unwrap();
+    assert!(ranker.sentences.iter().all(|s| !s.text.contains("manuscript reads") && !s.text.contains("leaves this word")), "{}", show());
+}

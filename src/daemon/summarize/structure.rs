@@ -14,6 +14,7 @@ use super::document::{Block, BlockKind, Document, Line, Section, SectionKind};
 use seqgpt_pdf::ExtractedDocument;
 use super::text::{is_cjk, is_cjk_letter};
 use super::{Cancel, SummaryError};
+use std::collections::HashMap;
 
 /// Reads the kind of a section from its title (numbering removed, any case).
 pub fn section_kind(title: &str) -> Option<SectionKind> {
@@ -171,7 +172,8 @@ struct Features {
     math: f32,
     bold: f32,
     size: f32,
-    /// The line is in the bottom fifth of its page (PDF).
+    /// The line is in the bottom fifth of its page, or below all of the page's body-size text
+    /// (notes that fill more than a fifth: a critical edition's apparatus) (PDF).
     low: bool,
     ends_sentence: bool,
     /// Starts like a list item ("•", "-", "1.", "(a)").
@@ -291,6 +293,24 @@ fn features(doc: &Document, line: &Line, body: f32) -> Features {
     f
 }
 
+/// Marks as low the smaller lines that stand below the last line of body-size text on their
+/// page: a page's notes, however much of it they fill.
+fn mark_below_body(doc: &Document, feats: &mut [Features]) {
+    let bottom_of = |l: &Line| l.layout.and_then(|i| doc.pages[l.page].lines.get(i)).map(|tl| tl.bbox);
+    let mut lowest_body: HashMap<usize, f32> = HashMap::new();
+    for (l, f) in doc.lines.iter().zip(feats.iter()) {
+        if let (Some(b), true) = (bottom_of(l), f.size >= 0.95) {
+            let y = lowest_body.entry(l.page).or_insert(f32::INFINITY);
+            *y = y.min(b[1]);
+        }
+    }
+    for (l, f) in doc.lines.iter().zip(feats.iter_mut()) {
+        if let (Some(b), Some(&y)) = (bottom_of(l), lowest_body.get(&l.page)) {
+            f.low |= f.size < 0.9 && b[3] <= y;
+        }
+    }
+}
+
 /// The body text's font size: the size most of the document's characters are set in.
 fn body_size(doc: &Document) -> f32 {
     let mut hist: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
@@ -354,7 +374,8 @@ pub fn read(extracted: ExtractedDocument, cancel: &Cancel) -> Result<Document, S
 /// Reads `doc.lines` into blocks and sections.
 fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
     let body = body_size(doc);
-    let feats: Vec<Features> = doc.lines.iter().map(|l| features(doc, l, body)).collect();
+    let mut feats: Vec<Features> = doc.lines.iter().map(|l| features(doc, l, body)).collect();
+    mark_below_body(doc, &mut feats);
     cancel.check()?;
     // Source blocks: runs of lines from one block of the page (a blank line, a page break, a
     // change of face or size between them ends one).
