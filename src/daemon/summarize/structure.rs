@@ -296,16 +296,17 @@ fn features(doc: &Document, line: &Line, body: f32) -> Features {
 /// Marks as low the smaller lines that stand below the last line of body-size text on their
 /// page: a page's notes, however much of it they fill.
 fn mark_below_body(doc: &Document, feats: &mut [Features]) {
-    let bottom_of = |l: &Line| l.layout.and_then(|i| doc.pages[l.page].lines.get(i)).map(|tl| tl.bbox);
+    // A line's box on its page, [x0, y0, x1, y1] with y upwards.
+    let bbox_of = |l: &Line| l.layout.and_then(|i| doc.pages[l.page].lines.get(i)).map(|tl| tl.bbox);
     let mut lowest_body: HashMap<usize, f32> = HashMap::new();
     for (l, f) in doc.lines.iter().zip(feats.iter()) {
-        if let (Some(b), true) = (bottom_of(l), f.size >= 0.95) {
+        if let (Some(b), true) = (bbox_of(l), f.size >= 0.95) {
             let y = lowest_body.entry(l.page).or_insert(f32::INFINITY);
             *y = y.min(b[1]);
         }
     }
     for (l, f) in doc.lines.iter().zip(feats.iter_mut()) {
-        if let (Some(b), Some(&y)) = (bottom_of(l), lowest_body.get(&l.page)) {
+        if let (Some(b), Some(&y)) = (bbox_of(l), lowest_body.get(&l.page)) {
             f.low |= f.size < 0.9 && b[3] <= y;
         }
     }
