@@ -253,3 +253,28 @@ fn notes_that_fill_more_than_the_bottom_fifth_are_notes() {
     let ranker = Ranker::new(&doc, &Cancel::new()).unwrap();
     assert!(ranker.sentences.iter().all(|s| !s.text.contains("manuscript reads") && !s.text.contains("leaves this word")), "{}", show());
 }
+
+#[test]
+fn labels_in_the_margin_are_not_part_of_the_text() {
+    // A package manual's page: the name of each documented command set small in the margin,
+    // beside the first line of its description. A word of the text's own size that hangs
+    // left of the column is text.
+    let page = vec![
+        ("B", 14.0, 100.0, 730.0, "2. Commands"),
+        ("R", 10.0, 100.0, 706.0, "The package defines two commands that change how the items of a list look."),
+        ("R", 10.0, 100.0, 694.0, "Both take the style as their argument and apply it to the lists that follow."),
+        ("C", 8.0, 72.8, 670.0, "\\\\foo"),
+        ("R", 10.0, 100.0, 670.0, "Define the style of the items of a list, as the next lines say in full."),
+        ("R", 10.0, 100.0, 658.0, "The style names a counter and the text that stands before and after it."),
+        ("R", 10.0, 76.0, 634.0, "very"),
+        ("R", 10.0, 100.0, 634.0, "careful readers will note that the style applies to nested lists too."),
+        ("R", 10.0, 100.0, 622.0, "It also applies to the lists of the appendix and of the index."),
+    ];
+    let doc = read(&article(&[page]));
+    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    let described = doc.blocks.iter().find(|b| b.text.contains("Define the style")).unwrap_or_else(|| panic!("{}", show()));
+    assert_eq!(described.kind, BlockKind::Prose, "{}", show());
+    assert!(described.text.starts_with("Define the style of the items"), "{}", show());
+    assert!(!doc.blocks.iter().any(|b| b.text.contains("\\foo")), "{}", show());
+    assert!(doc.blocks.iter().any(|b| b.text.contains("very careful readers")), "{}", show());
+}

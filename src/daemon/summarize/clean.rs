@@ -1,6 +1,6 @@
 //! Cleaning the lines of a document before its structure is read: running headers and
-//! footers, page numbers, separator lines, footnote marks, and typographic debris (ligatures,
-//! soft hyphens, non-breaking spaces, control characters). Every kept line remembers where
+//! footers, page numbers, separator lines, footnote marks, labels set in the margin, and
+//! typographic debris (ligatures, soft hyphens, non-breaking spaces, control characters). Every kept line remembers where
 //! its text stands in its page's text, so that a summary's sentences can point back to it.
 //!
 //! The input is what the PDF extractor produces (one text per page, with its layout lines),
@@ -64,6 +64,7 @@ pub fn lines_of(pages: &[PageText], cancel: &Cancel) -> Result<(Vec<Line>, Vec<S
     for (pi, page) in pages.iter().enumerate() {
         cancel.check()?;
         let edges = edge_indices(&texts[pi]);
+        let text_starts = margin_label_ends(page);
         let mut next_starts_block = true;
         for (li, r) in raws[pi].iter().enumerate() {
             let source = texts[pi][li];
@@ -82,7 +83,8 @@ pub fn lines_of(pages: &[PageText], cancel: &Cancel) -> Result<(Vec<Line>, Vec<S
                 continue;
             }
             let marks = r.layout.map_or(&[][..], |i| page.lines[i].superscripts.as_slice());
-            let Some(mut line) = normalize_line(&page.text, r.start, r.end, marks) else { continue };
+            let start = r.layout.and_then(|i| text_starts[i]).filter(|&s| s > r.start && s < r.end && page.text.is_char_boundary(s)).unwrap_or(r.start);
+            let Some(mut line) = normalize_line(&page.text, start, r.end, marks) else { continue };
             line.page = pi;
             line.block_start = r.block_start || next_starts_block;
             line.layout = r.layout;
@@ -93,6 +95,45 @@ pub fn lines_of(pages: &[PageText], cancel: &Cancel) -> Result<(Vec<Line>, Vec<S
     }
     stats.dehyphenated = out.windows(2).filter(|w| !w[1].block_start && joins_hyphenated(&w[0].text, &w[1].text)).count();
     Ok((out, running_text.into_values().collect(), stats))
+}
+
+/// For each layout line of `page`, where its text starts when a label set in the margin
+/// comes before it (a documented macro's or option's name beside its description, as a
+/// package's documentation sets them): the label's glyphs are smaller than the text's and end
+/// left of the text column's left edge, a gap before the line's first glyph at that edge.
+/// pdftotext reads such a label as a block of its own; here it is left out of the line. The
+/// edge is the leftmost left end (within a point) that at least a tenth of the page's lines,
+/// and three, share: a list's or a caption's label that hangs left of its own text within the
+/// column stays, and so do list markers and numbers in the margin (a label has at least two
+/// letters).
+fn margin_label_ends(page: &PageText) -> Vec<Option<usize>> {
+    let lines = &page.lines;
+    let mut out = vec![None; lines.len()];
+    let mut lefts: Vec<f32> = lines.iter().map(|l| l.bbox[0]).collect();
+    lefts.sort_by(f32::total_cmp);
+    let shared = (lines.len() / 10).max(3);
+    let Some(edge) = (0..lefts.len()).find(|&i| lefts[i..].iter().take_while(|&&x| x - lefts[i] <= 1.0).count() >= shared).map(|i| lefts[i]) else {
+        return out;
+    };
+    let height = |g: &seqgpt_pdf::GlyphBox| g.bbox[3] - g.bbox[1];
+    for (l, start) in lines.iter().zip(out.iter_mut()) {
+        let (em, horizontal) = (l.size.max(1.0), l.bbox[2] - l.bbox[0] > l.bbox[3] - l.bbox[1]);
+        if !horizontal || l.bbox[0] > edge - em {
+            continue;
+        }
+        let Some(k) = l.glyphs.iter().position(|g| g.bbox[0] >= edge - 0.3 * em) else { continue };
+        let (label, text) = l.glyphs.split_at(k);
+        if label.is_empty() || text[0].bbox[0] > edge + 1.0 || label.iter().any(|g| g.bbox[2] > edge - 0.25 * em) {
+            continue;
+        }
+        let text_height = text.iter().take(8).map(height).fold(0.0, f32::max);
+        let at = text[0].start as usize;
+        let letters = page.text.get(l.start as usize..at).unwrap_or("").chars().filter(|c| c.is_alphabetic()).count();
+        if letters >= 2 && label.iter().all(|g| height(g) < 0.92 * text_height) {
+            *start = Some(at);
+        }
+    }
+    out
 }
 
 /// The normalized text of page bytes `start..end`, with its map back to the page
