@@ -278,3 +278,31 @@ fn labels_in_the_margin_are_not_part_of_the_text() {
     assert!(!doc.blocks.iter().any(|b| b.text.contains("\\foo")), "{}", show());
     assert!(doc.blocks.iter().any(|b| b.text.contains("very careful readers")), "{}", show());
 }
+
+#[test]
+fn a_column_of_row_names_is_no_prose() {
+    // A paragraph runs on to the next page, whose top holds a table: a column of row names
+    // (short lines, no sentence) beside the numbers. The names are not part of the text.
+    let first = vec![
+        ("B", 14.0, 72.0, 730.0, "4. Results"),
+        ("R", 10.0, 72.0, 706.0, "The cross-validation shows hardly any gain of the spatio-temporal models."),
+        ("R", 10.0, 72.0, 694.0, "An irregularly sampled data set would benefit more, as spatially close but"),
+        ("R", 10.0, 72.0, 682.0, "unobserved locations are of no help in a purely spatial approach, but the"),
+    ];
+    let second = vec![
+        ("R", 10.0, 72.0, 730.0, "pure spatial"),
+        ("R", 10.0, 72.0, 718.0, "separable"),
+        ("R", 10.0, 72.0, 706.0, "product-sum"),
+        ("R", 10.0, 72.0, 694.0, "sum-metric"),
+        ("R", 10.0, 250.0, 730.0, "6.15"),
+        ("R", 10.0, 250.0, 718.0, "6.08"),
+        ("R", 10.0, 250.0, 706.0, "6.08"),
+        ("R", 10.0, 250.0, 694.0, "6.11"),
+        ("R", 10.0, 72.0, 640.0, "spatio-temporal model would use the value observed nearby at another time."),
+        ("R", 10.0, 72.0, 628.0, "Gaps in time series can be filled in the same way, from the neighbours."),
+    ];
+    let doc = read(&article(&[first, second]));
+    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    assert_ne!(kind_of(&doc, "separable"), BlockKind::Prose, "{}", show());
+    assert!(doc.blocks.iter().any(|b| b.kind == BlockKind::Prose && b.text.contains("but the spatio-temporal model would use")), "{}", show());
+}

@@ -577,6 +577,12 @@ fn classify(f: &[Features], text: &str, indents: &[u32]) -> BlockKind {
     if first.bullet {
         return BlockKind::ListItem;
     }
+    // A stack of labels (a table's column of row names, a list of names one per line): three
+    // lines or more, none of more than three words, none ending a sentence; running text
+    // fills its lines.
+    if !cjk && f.len() >= 3 && f.iter().all(|x| x.words <= 3 && !x.ends_sentence) {
+        return BlockKind::Other;
+    }
     if (cjk && text.chars().count() >= 6) || (words >= 4 && plain >= 0.6) {
         return BlockKind::Prose;
     }
