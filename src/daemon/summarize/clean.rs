@@ -196,7 +196,12 @@ fn normalize_line(page_text: &str, start: usize, end: usize, marks: &[(u32, u32)
             continue;
         }
         if let Some(sp) = space_at.take() {
-            emit(&mut text, &mut map, " ", sp);
+            // A placeholder's closing bracket set apart from its word ("⟨key ⟩", an italic
+            // font's spacing) closes up: "⟨key⟩" reads as the one word it stands for.
+            let in_placeholder = c == '⟩' && text.rfind('⟨').is_some_and(|k| !text[k..].contains(' '));
+            if !in_placeholder {
+                emit(&mut text, &mut map, " ", sp);
+            }
         }
         let mut buf = [0u8; 4];
         emit(&mut text, &mut map, replacement.unwrap_or_else(|| c.encode_utf8(&mut buf)), at);
@@ -511,6 +516,9 @@ mod tests {
         let line = &doc.lines[0];
         let page = &doc.pages[0].text;
         assert_eq!(&page[line.page_offset(0)..line.page_offset(5)], "\u{FB01}nal");
+        // A placeholder closes up; angle brackets around more than one word keep their spaces.
+        let doc = read(&["the ⟨key ⟩=⟨value ⟩ pairs of ⟨key list ⟩\n"]);
+        assert_eq!(texts(&doc), vec!["the ⟨key⟩=⟨value⟩ pairs of ⟨key list ⟩"]);
     }
 
     #[test]

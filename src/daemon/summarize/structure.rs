@@ -186,6 +186,17 @@ struct Features {
 pub fn is_plain_word(w: &str) -> bool {
     let w = w.trim_start_matches(['(', '"', '“', '‘', '\'', '[']);
     let w = w.trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '"', '”', '’', '\'', ']']);
+    // Placeholders of a manual's syntax stand for words: "the ⟨key⟩ to set", "a ⟨key⟩=⟨value⟩
+    // list" (placeholders joined by one sign each).
+    if let Some(inner) = w.strip_prefix('⟨').and_then(|w| w.strip_suffix('⟩')) {
+        let name = |n: &str| !n.is_empty() && n.chars().all(|c| c.is_alphabetic() || c == '-');
+        let mut parts = inner.split('⟩');
+        return parts.next().is_some_and(name)
+            && parts.all(|p| {
+                let mut cs = p.chars();
+                cs.next().is_some_and(|c| !c.is_alphanumeric() && c != '⟨') && cs.next() == Some('⟨') && name(cs.as_str())
+            });
+    }
     let mut chars = w.chars();
     let plain = match chars.next() {
         Some(c) if c.is_alphabetic() => chars.all(|c| c.is_alphabetic() || matches!(c, '-' | '\'' | '’')),
@@ -661,6 +672,11 @@ mod tests {
     fn plain_words_and_prose_share() {
         assert!(is_plain_word("(word),"));
         assert!(!is_plain_word("x[1]"));
+        assert!(is_plain_word("⟨key⟩,"));
+        assert!(is_plain_word("⟨key⟩=⟨value⟩"));
+        assert!(!is_plain_word("⟨key⟩x⟨value⟩"));
+        assert!(!is_plain_word("⟨⟩"));
+        assert!(!is_plain_word("⟨x1⟩"));
         assert!(prose_share("This is a plain sentence.") > 0.99);
         assert!(prose_share("d(u|y, θ, β) = W (y − ZΛ(θ)u − Xβ)") < 0.3);
         assert!(prose_share("图书馆的志愿者每周整理书架。") > 0.9);
