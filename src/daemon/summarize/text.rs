@@ -205,6 +205,8 @@ pub fn split_sentences(text: &str) -> Vec<Range<usize>> {
     let mut prev: Option<char> = None;
     while let Some(c) = text[i..].chars().next() {
         let after_c = i + c.len_utf8();
+        // Where to look next when no sentence ends here: past the whole run of terminators.
+        let mut resume = after_c;
         let mut end_here = None;
         let cjk_end = CJK_TERMINATORS.contains(&c) || (CJK_AFTER_CJK.contains(&c) && prev.is_some_and(|p| is_cjk_letter(p) || (is_cjk(p) && !p.is_alphanumeric())));
         if cjk_end {
@@ -213,11 +215,17 @@ pub fn split_sentences(text: &str) -> Vec<Range<usize>> {
             end_here = Some(skip(text, j, |c| CLOSERS.contains(&c)));
         } else if LATIN_TERMINATORS.contains(&c) || c == '…' {
             let run_end = skip(text, after_c, |c| LATIN_TERMINATORS.contains(&c) || c == '…');
+            let run_end = if c == '.' { spaced_ellipsis_end(text, i).unwrap_or(run_end) } else { run_end };
+            resume = run_end;
             let single = run_end == after_c && c != '…';
+            let ellipsis = text[i..run_end].contains('…') || text[i..run_end].matches('.').count() >= 3;
             let j = skip(text, run_end, |c| CLOSERS.contains(&c));
             let next = text[j..].chars().next();
             let separated = next.is_none_or(|n| n.is_whitespace() || is_cjk_letter(n));
-            if separated && latin_boundary(text, i, j, single) {
+            // After an ellipsis the sentence goes on unless a new one visibly starts ("x1,
+            // . . . , xn", "\begin . . . \end"; "I did not know better. . . How can I").
+            let starts_after_ellipsis = || text[j..].chars().find(|c| !c.is_whitespace()).is_none_or(|n| n.is_uppercase() || is_cjk_letter(n) || "\"“‘'".contains(n));
+            if separated && (!ellipsis || starts_after_ellipsis()) && latin_boundary(text, i, j, single) {
                 end_here = Some(j);
             }
         }
@@ -243,8 +251,8 @@ pub fn split_sentences(text: &str) -> Vec<Range<usize>> {
                 prev = text[..j].chars().next_back();
             }
             None => {
-                i = after_c;
-                prev = Some(c);
+                i = resume;
+                prev = text[..resume].chars().next_back();
             }
         }
     }
@@ -272,6 +280,24 @@ fn push_sentence(out: &mut Vec<Range<usize>>, text: &str, start: usize, end: usi
         Some(last) if parenthetical => last.end = r.end,
         _ => out.push(r),
     }
+}
+
+/// The end of a spaced ellipsis that starts with the period at byte `i` (". . .", as LaTeX
+/// sets `\ldots`: three periods or more, one space at most between two), or `None`.
+fn spaced_ellipsis_end(text: &str, i: usize) -> Option<usize> {
+    let (mut j, mut dots) = (i + 1, 1);
+    loop {
+        let rest = &text[j..];
+        if rest.starts_with('.') {
+            j += 1;
+        } else if rest.starts_with(" .") {
+            j += 2;
+        } else {
+            break;
+        }
+        dots += 1;
+    }
+    (dots >= 3 && text[i..j].contains(' ')).then_some(j)
 }
 
 /// The byte index after the characters from `from` on for which `pred` holds.
@@ -319,10 +345,11 @@ fn latin_boundary(text: &str, i: usize, j: usize, single: bool) -> bool {
         }
     }
     // The next word: a sentence starts with an uppercase letter, a digit, a quote or bracket,
-    // or a CJK letter; a lowercase word continues the sentence ("approx. five", "p. 7").
+    // or a CJK letter; a lowercase word continues the sentence ("approx. five", "p. 7"), and
+    // so does a comma or a closing bracket.
     match text[j..].chars().find(|c| !c.is_whitespace()) {
         None => true,
-        Some(n) => !n.is_lowercase(),
+        Some(n) => !n.is_lowercase() && !",;:)]".contains(n),
     }
 }
 
@@ -507,6 +534,10 @@ mod tests {
     #[test]
     fn ellipsis_ends_only_cjk_sentences() {
         assert_eq!(sentences("It goes on… and on. Done."), vec!["It goes on… and on.", "Done."]);
+        // LaTeX's spaced ellipsis is one ellipsis; it ends a sentence only before a new one.
+        assert_eq!(sentences("The values x1, . . . , xn are given. Next."), vec!["The values x1, . . . , xn are given.", "Next."]);
+        assert_eq!(sentences("Use \\begin . . . \\end blocks here. I did not know better. . . How can I?"), vec!["Use \\begin . . . \\end blocks here.", "I did not know better. . .", "How can I?"]);
+        assert_eq!(sentences("Wait . . . and see. A period . then."), vec!["Wait . . . and see.", "A period . then."]);
         assert_eq!(sentences("他想了想……我们走吧。"), vec!["他想了想……", "我们走吧。"]);
         assert_eq!(sentences("版本１．２已经发布。第二句．第三句。"), vec!["版本１．２已经发布。", "第二句．", "第三句。"]);
     }
