@@ -121,9 +121,10 @@ const MAX_PAIR_BYTES: usize = 1200;
 const MAX_PAIR_DEPTH: usize = 32;
 
 /// Abbreviations after which a period does not end a sentence (compared lowercase, without
-/// the period).
+/// the period). Not "etc": it ends a list, and a sentence with it more often than not ("...,
+/// tables, etc. The next ..."); before a lowercase word it goes on like any period.
 const ABBREVIATIONS: &[&str] = &[
-    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "vs", "etc", "e.g", "i.e", "cf", "fig", "figs", "no",
+    "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "mt", "vs", "e.g", "i.e", "cf", "fig", "figs", "no",
     "nos", "vol", "vols", "pp", "p", "ed", "eds", "inc", "ltd", "co", "corp", "dept", "univ", "approx", "est", "al",
     "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "gen", "gov", "sen", "rep",
     "ca", "op", "cit", "ibid", "eq", "eqs", "sec", "ch", "art", "para",
@@ -491,6 +492,8 @@ mod tests {
             sentences(t),
             vec!["Dr. Smith arrived at 3.30 p.m. on Monday.", "He met J. R. Jones, e.g. the new director!", "Was it late?", "Yes."]
         );
+        let t = "It reads lists, tables, etc. The rest (notes, etc.) is skipped, as are figures etc. and more.";
+        assert_eq!(sentences(t), vec!["It reads lists, tables, etc.", "The rest (notes, etc.) is skipped, as are figures etc. and more."]);
     }
 
     #[test]
