@@ -306,3 +306,35 @@ fn a_column_of_row_names_is_no_prose() {
     assert_ne!(kind_of(&doc, "separable"), BlockKind::Prose, "{}", show());
     assert!(doc.blocks.iter().any(|b| b.kind == BlockKind::Prose && b.text.contains("but the spatio-temporal model would use")), "{}", show());
 }
+
+#[test]
+fn a_table_header_row_is_no_prose() {
+    // A paragraph runs on to the next page, whose top holds a table's header row: one line of
+    // cells set far apart (word spacing 12), read as one line of text. The row is no
+    // continuation of the paragraph.
+    let first = vec![
+        ("B", 14.0, 72.0, 730.0, "4. Results"),
+        ("R", 10.0, 72.0, 706.0, "The cross-validation shows hardly any gain of the spatio-temporal models."),
+        ("R", 10.0, 72.0, 694.0, "An irregularly sampled data set would benefit more, as spatially close but"),
+        ("R", 10.0, 72.0, 682.0, "unobserved locations are of no help in a purely spatial approach, but the"),
+    ];
+    let second = vec![
+        ("R", 10.0, 72.0, 640.0, "spatio-temporal model would use the value observed nearby at another time."),
+        ("R", 10.0, 72.0, 628.0, "Gaps in time series can be filled in the same way, from the neighbours."),
+        ("R", 10.0, 72.0, 616.0, "The same holds for the stations that were left out of the model fit."),
+    ];
+    let with_header = |spacing: f32| {
+        let mut pdf = builder::Pdf::new();
+        let r = pdf.add("<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /Encoding /WinAnsiEncoding >>");
+        let b = pdf.add("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica-Bold /Encoding /WinAnsiEncoding >>");
+        let resources = format!("<< /Font << /R {r} 0 R /B {b} 0 R >> >>");
+        let mut top = format!("BT /R 10 Tf {spacing} Tw 150 730 Td (wMSE neigh. RMSE MAE) Tj 0 Tw ET\n").into_bytes();
+        top.extend(content(&second));
+        read(&builder::doc_with_pages(&mut pdf, &[(content(&first), resources.clone()), (top, resources)]))
+    };
+    let doc = with_header(12.0);
+    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    assert!(doc.blocks.iter().any(|b| b.text == "wMSE neigh. RMSE MAE"), "{}", show());
+    assert!(doc.blocks.iter().all(|b| b.kind != BlockKind::Prose || !b.text.contains("RMSE")), "{}", show());
+    assert!(doc.blocks.iter().any(|b| b.kind == BlockKind::Prose && b.text.contains("but the spatio-temporal model would use")), "{}", show());
+}

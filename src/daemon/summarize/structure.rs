@@ -179,6 +179,11 @@ struct Features {
     /// Starts like a list item ("•", "-", "1.", "(a)").
     bullet: bool,
     cjk: bool,
+    /// The line's width per character, in ems of its size (PDF, Latin text; 0 where unknown).
+    em_per_char: f32,
+    /// Set far wider than the document's running text for its characters: cells of a table's
+    /// row, or a letter-spaced title, not a line of prose.
+    spread: bool,
 }
 
 /// A plain word, as a reader counts them: letters (with inner hyphens or apostrophes),
@@ -300,6 +305,13 @@ fn features(doc: &Document, line: &Line, body: f32) -> Features {
         if let Some([_, y0, _, y1]) = doc.pages[line.page].area {
             f.low = tl.bbox[3] < y0 + 0.2 * (y1 - y0);
         }
+        // The width of the glyphs the line kept (a label in the margin left out is not in it).
+        let chars = t.chars().count();
+        let (from, to) = (line.page_offset(0) as u32, line.page_offset(t.len().saturating_sub(1)) as u32);
+        let (x0, x1) = tl.glyphs.iter().filter(|g| (from..=to).contains(&g.start)).fold((f32::INFINITY, f32::NEG_INFINITY), |(a, b), g| (a.min(g.bbox[0]), b.max(g.bbox[2])));
+        if !f.cjk && tl.size > 0.0 && chars > 0 && x1 > x0 {
+            f.em_per_char = (x1 - x0) / (tl.size * chars as f32);
+        }
     }
     f
 }
@@ -320,6 +332,25 @@ fn mark_below_body(doc: &Document, feats: &mut [Features]) {
         if let (Some(b), Some(&y)) = (bbox_of(l), lowest_body.get(&l.page)) {
             f.low |= f.size < 0.9 && b[3] <= y;
         }
+    }
+}
+
+/// How much wider per character than the document's running text a line must be set to read
+/// as spread out (a justified line of prose stretches by a tenth or two).
+const SPREAD: f32 = 1.4;
+
+/// Marks the lines of two words or more set [`SPREAD`] times wider per character than the
+/// median line of body-size prose-like text (four words or more, mostly plain words).
+fn mark_spread(feats: &mut [Features]) {
+    let mut body: Vec<f32> =
+        feats.iter().filter(|f| f.em_per_char > 0.0 && (f.size - 1.0).abs() <= 0.12 && f.words >= 4 && f.plain >= 0.6).map(|f| f.em_per_char).collect();
+    if body.len() < 5 {
+        return;
+    }
+    body.sort_by(f32::total_cmp);
+    let median = body[body.len() / 2];
+    for f in feats.iter_mut() {
+        f.spread = f.words >= 2 && f.em_per_char > SPREAD * median;
     }
 }
 
@@ -388,6 +419,7 @@ fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
     let body = body_size(doc);
     let mut feats: Vec<Features> = doc.lines.iter().map(|l| features(doc, l, body)).collect();
     mark_below_body(doc, &mut feats);
+    mark_spread(&mut feats);
     cancel.check()?;
     // Source blocks: runs of lines from one block of the page (a blank line, a page break, a
     // change of face or size between them ends one).
@@ -592,6 +624,10 @@ fn classify(f: &[Features], text: &str, indents: &[u32]) -> BlockKind {
     // lines or more, none of more than three words, none ending a sentence; running text
     // fills its lines.
     if !cjk && f.len() >= 3 && f.iter().all(|x| x.words <= 3 && !x.ends_sentence) {
+        return BlockKind::Other;
+    }
+    // Spread-out lines, all of them: a table's row of cells, never running text.
+    if !cjk && f.iter().all(|x| x.spread) {
         return BlockKind::Other;
     }
     if (cjk && text.chars().count() >= 6) || (words >= 4 && plain >= 0.6) {
