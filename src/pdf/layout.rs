@@ -3,12 +3,13 @@
 //! 1. Glyphs are split by writing direction and put in a frame where `p` runs along the
 //!    baseline and `s` down the page (in reading order).
 //! 2. Lines: glyphs whose baselines are close (relative to the font size) form a line; a line
-//!    is cut into segments at wide gaps (columns, table cells).
+//!    is cut into segments at wide gaps (columns, table cells), and at narrower ones that the
+//!    lines above or below leave blank too (a gutter between columns set close together).
 //! 3. Within a segment a space goes where the gap between glyphs exceeds a tenth of the font
 //!    size (pdftotext's rule), except between CJK characters; glyphs drawn twice at the same
 //!    place (fake bold) count once.
 //! 4. Segments stack into blocks (paragraphs): next line below, overlapping horizontally,
-//!    similar size and spacing.
+//!    similar size and spacing; never two segments of one line.
 //! 5. Blocks are ordered by Breuel's rules (above-and-overlapping, or left-of with nothing in
 //!    between), which reads columns top to bottom, left to right.
 //! 6. Output: lines joined by newlines, a hyphen at the end of a line inside a block joins the
@@ -284,8 +285,8 @@ fn lines(gs: &mut [G], glyphs: &[Glyph], text: &str) -> Vec<Segment> {
     if !cur.is_empty() {
         clusters.push(cur);
     }
-    let mut segments = Vec::new();
-    for (line, mut cl) in clusters.into_iter().enumerate() {
+    let mut rows: Vec<Vec<G>> = Vec::with_capacity(clusters.len());
+    for mut cl in clusters {
         cl.sort_by(|a, b| a.p0.total_cmp(&b.p0).then(glyphs[a.idx].seq.cmp(&glyphs[b.idx].seq)));
         // Drop glyphs drawn twice at (almost) the same place with the same text (fake bold,
         // shadows).
@@ -300,10 +301,15 @@ fn lines(gs: &mut [G], glyphs: &[Glyph], text: &str) -> Vec<Segment> {
                 kept.push(g);
             }
         }
+        rows.push(kept);
+    }
+    let mut segments = Vec::new();
+    for (line, row) in rows.iter().enumerate() {
         let mut seg: Vec<G> = Vec::new();
         let mut end = f32::MIN;
-        for g in kept {
-            if !seg.is_empty() && g.p0 - end > SEGMENT_GAP * g.size.max(1.0) {
+        for (k, &g) in row.iter().enumerate() {
+            let gap = g.p0 - end;
+            if !seg.is_empty() && (gap > SEGMENT_GAP * g.size.max(1.0) || gutter(&rows, line, k, end)) {
                 segments.push(make_segment(std::mem::take(&mut seg), line));
                 end = f32::MIN;
             }
@@ -315,6 +321,58 @@ fn lines(gs: &mut [G], glyphs: &[Glyph], text: &str) -> Vec<Segment> {
         }
     }
     segments
+}
+
+/// A gap this many font sizes wide may be a column gutter (narrower ones are word spaces).
+const GUTTER_GAP: f32 = 0.8;
+/// Text beside a gutter spans at least this many font sizes (a column, not a list label, a
+/// table cell or a page number): left of it on the line itself, on both sides on the lines
+/// around it.
+const GUTTER_SIDE: f32 = 10.0;
+/// Lines above and below that are asked whether they leave the gap blank.
+const GUTTER_NEIGHBOURS: usize = 6;
+
+/// Whether the gap in `rows[line]` before glyph `k` (from `end`) is a column gutter that is
+/// narrower than a segment gap: two columns set close together (1 to 1.5 font sizes apart,
+/// as some proceedings templates do), which a wide gap alone does not tell from a loose word
+/// space. It is one when the line holds a column's width of text before it, and the
+/// lines above it, or those below it, that reach across the gap's middle with a column's
+/// width of text on either side leave it blank too
+/// (a river of white down the page, which word spaces never line up to form): at least three
+/// of them, and four in five. Monospace text keeps its spaces: code aligns its columns on purpose.
+fn gutter(rows: &[Vec<G>], line: usize, k: usize, end: f32) -> bool {
+    let row = &rows[line];
+    let (first, g) = (&row[0], &row[k]);
+    let size = g.size.max(1.0);
+    let gap = g.p0 - end;
+    let mono = |g: &G| g.style & style::MONOSPACE != 0;
+    if gap <= GUTTER_GAP * size || mono(g) || mono(&row[k - 1]) || end - first.p0 < GUTTER_SIDE * size {
+        return false;
+    }
+    let (mid, half) = ((end + g.p0) / 2.0, 0.3 * size);
+    // (lines that reach a column's width across the gap's middle on both sides, those of
+    // them that leave it blank: a contents page's column of page numbers is no column)
+    let count = |others: &[Vec<G>]| {
+        let (mut spanning, mut clear) = (0usize, 0usize);
+        for other in others {
+            let (Some(a), Some(b)) = (other.first(), other.last()) else { continue };
+            let reach = GUTTER_SIDE * size;
+            if a.p0 > mid - reach || other.iter().map(|o| o.p1).fold(b.p1, f32::max) < mid + reach {
+                continue;
+            }
+            spanning += 1;
+            // The row is sorted by left end; glyphs are narrow, so only those starting within
+            // a few font sizes left of the gap can reach into it.
+            let from = other.partition_point(|o| o.p0 < mid - half - 4.0 * size);
+            if !other[from..].iter().take_while(|o| o.p0 < mid + half).any(|o| o.p1 > mid - half) {
+                clear += 1;
+            }
+        }
+        clear >= 3 && clear * 5 >= spanning * 4
+    };
+    // Above or below: a column's first line has a line across the page above it (a title, a
+    // figure's caption), its last one a line across the page below it.
+    count(&rows[line.saturating_sub(GUTTER_NEIGHBOURS)..line]) || count(&rows[line + 1..(line + 1 + GUTTER_NEIGHBOURS).min(rows.len())])
 }
 
 fn make_segment(glyphs: Vec<G>, line: usize) -> Segment {
@@ -419,6 +477,11 @@ fn blocks(mut segs: Vec<Segment>) -> Vec<Block> {
         for &i in &open {
             let b = &blocks[i];
             let Some(last) = b.lines.last() else { continue };
+            // Segments cut from one line stand side by side (columns), never one above the
+            // other, even where the columns' baselines are set a little apart.
+            if last.line == seg.line {
+                continue;
+            }
             let dy = seg.s - last.s;
             let size = seg.size.max(last.size);
             let reach = if running(last) { reach } else { 1.6 };
@@ -435,7 +498,12 @@ fn blocks(mut segs: Vec<Segment>) -> Vec<Block> {
             if overlap <= 0.0 {
                 continue;
             }
-            if best.is_none_or(|j| blocks[j].lines.last().is_some_and(|l| l.s < last.s)) {
+            // The paragraph right above goes on: a block whose last line overlaps this
+            // segment before one that only its wider lines reach (two columns whose lines
+            // alternate, a block that a line across both columns began); then the nearest.
+            let under = |l: &Segment| seg.p1.min(l.p1) > seg.p0.max(l.p0);
+            let key = |l: &Segment| (under(l), l.s);
+            if best.is_none_or(|j| blocks[j].lines.last().is_some_and(|l| key(l) < key(last))) {
                 best = Some(i);
             }
         }
@@ -641,6 +709,36 @@ mod tests {
             ("right two", 300.0, 688.0, 10.0),
         ]);
         assert_eq!(layout(&p, None).text, "left one\nleft two\n\nright one\nright two\n\n");
+    }
+
+    #[test]
+    fn narrow_gutter_splits_columns() {
+        // Two columns 1.2 font sizes apart, the right one's baselines set a little lower: a
+        // gap that a segment gap alone takes for a word space, but one blank down the page.
+        let mut items = Vec::new();
+        let (left, right): (Vec<String>, Vec<String>) =
+            (1..=6).map(|i| (format!("left column line {i} reads on"), format!("right column line {i} reads"))).unzip();
+        for i in 0..6 {
+            let y = 700.0 - 12.0 * i as f32;
+            let width = 0.5 * 10.0 * left[i].chars().count() as f32;
+            items.push((left[i].as_str(), 72.0, y, 10.0));
+            items.push((right[i].as_str(), 72.0 + width + 12.0, y - 0.4, 10.0));
+        }
+        let text = layout(&page(&items), None).text;
+        let want = format!("{}\n\n{}\n\n", left.join("\n"), right.join("\n"));
+        assert_eq!(text, want);
+    }
+
+    #[test]
+    fn loose_word_space_keeps_the_line() {
+        // One wide space in a justified line, in no other: a word space, not a gutter.
+        let p = page(&[
+            ("the first line of a paragraph", 72.0, 700.0, 10.0),
+            ("goes on", 72.0, 688.0, 10.0),
+            ("here", 72.0 + 35.0 + 12.0, 688.0, 10.0),
+            ("and ends on its third line", 72.0, 676.0, 10.0),
+        ]);
+        assert_eq!(layout(&p, None).text, "the first line of a paragraph\ngoes on here\nand ends on its third line\n\n");
     }
 
     #[test]
