@@ -279,16 +279,22 @@ fn labels_in_the_margin_are_not_part_of_the_text() {
     assert!(doc.blocks.iter().any(|b| b.text.contains("very careful readers")), "{}", show());
 }
 
-#[test]
-fn a_column_of_row_names_is_no_prose() {
-    // A paragraph runs on to the next page, whose top holds a table: a column of row names
-    // (short lines, no sentence) beside the numbers. The names are not part of the text.
-    let first = vec![
+/// A page whose last paragraph breaks off mid-sentence ("... but the"); the next page goes on
+/// with "spatio-temporal model would use ...".
+fn paragraph_cut_at_page_end() -> Vec<L<'static>> {
+    vec![
         ("B", 14.0, 72.0, 730.0, "4. Results"),
         ("R", 10.0, 72.0, 706.0, "The cross-validation shows hardly any gain of the spatio-temporal models."),
         ("R", 10.0, 72.0, 694.0, "An irregularly sampled data set would benefit more, as spatially close but"),
         ("R", 10.0, 72.0, 682.0, "unobserved locations are of no help in a purely spatial approach, but the"),
-    ];
+    ]
+}
+
+#[test]
+fn a_column_of_row_names_is_no_prose() {
+    // A paragraph runs on to the next page, whose top holds a table: a column of row names
+    // (short lines, no sentence) beside the numbers. The names are not part of the text.
+    let first = paragraph_cut_at_page_end();
     let second = vec![
         ("R", 10.0, 72.0, 730.0, "pure spatial"),
         ("R", 10.0, 72.0, 718.0, "separable"),
@@ -312,12 +318,7 @@ fn a_table_header_row_is_no_prose() {
     // A paragraph runs on to the next page, whose top holds a table's header row: one line of
     // cells set far apart (word spacing 12), read as one line of text. The row is no
     // continuation of the paragraph.
-    let first = vec![
-        ("B", 14.0, 72.0, 730.0, "4. Results"),
-        ("R", 10.0, 72.0, 706.0, "The cross-validation shows hardly any gain of the spatio-temporal models."),
-        ("R", 10.0, 72.0, 694.0, "An irregularly sampled data set would benefit more, as spatially close but"),
-        ("R", 10.0, 72.0, 682.0, "unobserved locations are of no help in a purely spatial approach, but the"),
-    ];
+    let first = paragraph_cut_at_page_end();
     let second = vec![
         ("R", 10.0, 72.0, 640.0, "spatio-temporal model would use the value observed nearby at another time."),
         ("R", 10.0, 72.0, 628.0, "Gaps in time series can be filled in the same way, from the neighbours."),
