@@ -333,11 +333,14 @@ fn latin_boundary(text: &str, i: usize, j: usize, single: bool) -> bool {
             return false;
         }
         // An initial ("J. Smith", "U.S.") or a dotted abbreviation; but a one-letter word
-        // before a word that starts sentences ("written in R. The package") ends one.
+        // before a word that starts sentences ("written in R. The package") ends one, and so
+        // does one after a lowercase word other than those that introduce a name ("code
+        // with R. Rcpp provides", where "by D. Samperi" and "and J. Smith" are initials).
         let letters: Vec<char> = word.chars().filter(|c| c.is_alphabetic()).collect();
         if letters.len() == 1 && letters[0].is_uppercase() && word.chars().count() <= 2 {
             let next: String = text[j..].split_whitespace().next().unwrap_or("").chars().filter(|c| c.is_alphabetic()).collect();
-            if !STOPWORDS.contains(&next.to_lowercase().as_str()) {
+            let next_initial = text[j..].split_whitespace().next().is_some_and(|w| w.len() == 2 && w.ends_with('.') && w.starts_with(|c: char| c.is_uppercase()));
+            if !STOPWORDS.contains(&next.to_lowercase().as_str()) && (next_initial || !after_common_word(&text[..k])) {
                 return false;
             }
         }
@@ -352,6 +355,17 @@ fn latin_boundary(text: &str, i: usize, j: usize, single: bool) -> bool {
         None => true,
         Some(n) => !n.is_lowercase() && !",;:)]".contains(n),
     }
+}
+
+/// Whether `before` (the text up to a one-letter word) ends in a lowercase word and a space,
+/// a word that does not introduce a name: "in R.", "with C.", not "by D.", "thanks to A." or
+/// "Smith, J.".
+fn after_common_word(before: &str) -> bool {
+    let Some(head) = before.strip_suffix(' ') else { return false };
+    // Only the last few characters: a text without spaces stays linear.
+    let tail: String = head.chars().rev().take(MAX_ABBREVIATION_CHARS).collect::<Vec<_>>().into_iter().rev().collect();
+    let word = tail.rsplit(char::is_whitespace).next().unwrap_or("");
+    !word.is_empty() && word.chars().all(char::is_lowercase) && !matches!(word, "by" | "and" | "to" | "und" | "et" | "von" | "van" | "de" | "der" | "da" | "di" | "du" | "le" | "la")
 }
 
 /// English function words that carry no topic (the ranker skips them).
@@ -492,6 +506,9 @@ mod tests {
             sentences(t),
             vec!["Dr. Smith arrived at 3.30 p.m. on Monday.", "He met J. R. Jones, e.g. the new director!", "Was it late?", "Yes."]
         );
+        // A one-letter name ending a sentence, after a common word; an initial after "by".
+        let t = "It integrates C++ code with R. Rcpp provides classes. It was written by D. Samperi in 2005.";
+        assert_eq!(sentences(t), vec!["It integrates C++ code with R.", "Rcpp provides classes.", "It was written by D. Samperi in 2005."]);
         let t = "It reads lists, tables, etc. The rest (notes, etc.) is skipped, as are figures etc. and more.";
         assert_eq!(sentences(t), vec!["It reads lists, tables, etc.", "The rest (notes, etc.) is skipped, as are figures etc. and more."]);
     }
