@@ -31,7 +31,7 @@ use super::document::BlockKind;
 use super::keyterms::{self, TermFeatures, Usage};
 use super::scorer::FeatureVec;
 use super::structure::prose_share;
-use super::text::{balanced, double_quotes_paired, is_cjk, is_cjk_letter, split_sentences, terms};
+use super::text::{balanced, double_quotes_paired, holds_sentences, is_cjk, is_cjk_letter, split_sentences, terms, PARENTHESES};
 use super::{Cancel, Style, SummaryError};
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
@@ -758,10 +758,13 @@ fn readable(text: &str, words: usize, lower_ok: bool) -> bool {
     let last_word = end.trim_end_matches(['.', '!', '?', '。', '！', '？', '…']).rsplit(char::is_whitespace).next().unwrap_or("").to_lowercase();
     let lead_in = matches!(last_word.as_str(), "below" | "follows" | "following" | "here") || cjk_lead_in(text);
     let tail = first == '(' && !text.trim_end().trim_end_matches(['.', '!', '?']).ends_with(')');
+    // An aside of several sentences in brackets stands for nothing by itself.
+    let aside = PARENTHESES.contains(&first) && holds_sentences(text);
     (lo..=hi).contains(&words)
         && end.ends_with(['.', '!', '?', '。', '！', '？', '…'])
         && !lead_in
         && !tail
+        && !aside
         && (first.is_uppercase() || is_cjk(first) || first.is_ascii_digit() || "\"“‘(".contains(first) || (lower_ok && first.is_lowercase()))
         && prose_share(text) >= 0.85
         // Brackets balanced, asked of CJK sentences only: Latin text writes "a)" and "1)"

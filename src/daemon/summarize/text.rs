@@ -113,7 +113,7 @@ const PAIRS: &[(char, char)] = &[
     ('“', '”'), ('《', '》'), ('〈', '〉'),
 ];
 /// Brackets that open a parenthetical: one that stands alone after a sentence belongs to it.
-const PARENTHESES: &[char] = &['(', '（', '［', '【', '〔', '['];
+pub(crate) const PARENTHESES: &[char] = &['(', '（', '［', '【', '〔', '['];
 /// A pair longer than this (bytes) is not protected: an opener whose closer is a page away is
 /// a stray, and the text inside it still needs sentences.
 const MAX_PAIR_BYTES: usize = 1200;
@@ -278,9 +278,30 @@ fn push_sentence(out: &mut Vec<Range<usize>>, text: &str, start: usize, end: usi
         })
     };
     match out.last_mut() {
-        Some(last) if parenthetical => last.end = r.end,
+        // One that holds sentences of its own is an aside of its own ("... drawing. (In most
+        // other cases you would want a page number. It is ...)"): joined, it would make the
+        // sentence before it too long to be chosen.
+        Some(last) if parenthetical && !holds_sentences(&text[r.clone()]) => last.end = r.end,
         _ => out.push(r),
     }
+}
+
+/// Whether a bracketed `aside` holds more than one sentence: a terminator before its end
+/// followed by a space and a capital, or a CJK terminator before its last characters.
+pub(crate) fn holds_sentences(aside: &str) -> bool {
+    let inner = aside.trim_end_matches(|c: char| CLOSERS.contains(&c) || LATIN_TERMINATORS.contains(&c) || CJK_TERMINATORS.contains(&c));
+    for (i, c) in inner.char_indices() {
+        if CJK_TERMINATORS.contains(&c) && i + c.len_utf8() < inner.len() {
+            return true;
+        }
+        if matches!(c, '.' | '!' | '?') {
+            let mut rest = inner[i + 1..].chars();
+            if rest.next().is_some_and(char::is_whitespace) && rest.next().is_some_and(char::is_uppercase) {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// The end of a spaced ellipsis that starts with the period at byte `i` (". . .", as LaTeX
@@ -531,6 +552,9 @@ mod tests {
         let t = "在表格中（这时可以使用 \\noalign 命令。将该参数的值用作其他命令的参量。）也能这样做。下一句。";
         assert_eq!(sentences(t), vec!["在表格中（这时可以使用 \\noalign 命令。将该参数的值用作其他命令的参量。）也能这样做。", "下一句。"]);
         // A parenthetical standing after a sentence is part of it.
+        // One that holds sentences of its own stands apart.
+        let t = "It is redefined. (In the book this makes sense. In most other cases it does not.) Then it ends.";
+        assert_eq!(sentences(t), vec!["It is redefined.", "(In the book this makes sense. In most other cases it does not.)", "Then it ends."]);
         let t = "先卸载文件系统。（对未挂载的文件系统这么做。）然后检查。";
         assert_eq!(sentences(t), vec!["先卸载文件系统。（对未挂载的文件系统这么做。）", "然后检查。"]);
         // A book title with a full stop inside.
