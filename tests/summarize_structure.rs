@@ -339,3 +339,22 @@ fn a_table_header_row_is_no_prose() {
     assert!(doc.blocks.iter().all(|b| b.kind != BlockKind::Prose || !b.text.contains("RMSE")), "{}", show());
     assert!(doc.blocks.iter().any(|b| b.kind == BlockKind::Prose && b.text.contains("but the spatio-temporal model would use")), "{}", show());
 }
+
+/// A numbered item whose first line is short of a sentence's end reads like a numbered
+/// heading; the lowercase line under it (a hanging indent) continues the item, as a reader
+/// reads it, and the item's sentence is whole.
+#[test]
+fn a_list_item_goes_on_under_its_first_line() {
+    let page = vec![
+        ("R", 10.0, 72.0, 706.0, "The six major features of the program are listed below, in the order of the sections:"),
+        ("R", 10.0, 80.0, 694.0, "1.      Concurrent access and conflict-resolution algorithms to guarantee that source"),
+        ("R", 10.0, 110.0, 682.0, "changes are never lost when two developers edit the same file."),
+        ("R", 10.0, 80.0, 670.0, "2.      Support for tracking the source distributions of other vendors."),
+    ];
+    let doc = read(&article(&[page]));
+    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    let item = doc.blocks.iter().find(|b| b.text.contains("Concurrent access")).unwrap_or_else(|| panic!("{}", show()));
+    assert_eq!(item.kind, BlockKind::ListItem, "{}", show());
+    assert!(item.text.contains("changes are never lost"), "{}", show());
+    assert_eq!(kind_of(&doc, "Support for tracking"), BlockKind::ListItem, "{}", show());
+}

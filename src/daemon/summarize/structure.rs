@@ -436,7 +436,7 @@ fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
                     || (a.size - b.size).abs() > 0.12
                     || caption_start(&l.text)
                     || (b.bullet && doc.lines[p].layout.is_some())
-                    || (is_heading_line(&feats[p], &doc.lines[p].text) && !is_heading_line(b, &l.text))
+                    || (is_heading_line(&feats[p], &doc.lines[p].text) && !is_heading_line(b, &l.text) && !item_goes_on(a, &l.text))
             }
         };
         if new {
@@ -562,6 +562,14 @@ fn numbered_title(text: &str, words: usize) -> bool {
     let cjk = text.chars().filter(|c| is_cjk_letter(*c)).count() * 2 > text.chars().filter(|c| !c.is_whitespace()).count();
     let short = if cjk { text.chars().count() <= 30 } else { words <= 10 };
     short && numbering(text).is_some_and(|(_, _, len)| text.trim_start()[len..].chars().next().is_some_and(|c| c.is_uppercase() || is_cjk_letter(c)))
+}
+
+/// Whether a line that starts in lowercase continues the list item whose first line (with
+/// features `item`) is above it: "1. Concurrent access and conflict-resolution algorithms to
+/// guarantee that source" / "changes are not lost." (that first line, short, numbered and
+/// open-ended, reads like a heading).
+fn item_goes_on(item: &Features, next: &str) -> bool {
+    item.bullet && item.words >= 6 && next.trim_start().starts_with(|c: char| c.is_lowercase())
 }
 
 fn is_heading_line(f: &Features, text: &str) -> bool {
