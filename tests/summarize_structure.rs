@@ -358,3 +358,21 @@ fn a_list_item_goes_on_under_its_first_line() {
     assert!(item.text.contains("changes are never lost"), "{}", show());
     assert_eq!(kind_of(&doc, "Support for tracking"), BlockKind::ListItem, "{}", show());
 }
+
+/// A line that opens with the punctuation or the bracketed abbreviation of a sentence a
+/// line break cut (", the output", "(EM) algorithm") is no list item: the sentence is read
+/// whole, its words kept.
+#[test]
+fn punctuation_at_a_line_start_is_no_bullet() {
+    let page = vec![
+        ("R", 10.0, 72.0, 706.0, "The format permits a natural interplay between code written in R"),
+        ("R", 10.0, 72.0, 694.0, ", the output of that code, and commentary on the code. The function for"),
+        ("R", 10.0, 72.0, 682.0, "maximum likelihood estimation with the Expectation-Maximization"),
+        ("R", 10.0, 72.0, 670.0, "\\(EM\\) algorithm is described in detail in the next section of this guide."),
+    ];
+    let doc = read(&article(&[page]));
+    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    assert_eq!(doc.blocks.iter().filter(|b| !b.text.trim().is_empty()).count(), 1, "{}", show());
+    assert_eq!(kind_of(&doc, "natural interplay"), BlockKind::Prose, "{}", show());
+    assert!(doc.blocks[0].text.contains("(EM) algorithm is described"), "{}", show());
+}

@@ -288,14 +288,15 @@ fn features(doc: &Document, line: &Line, body: f32) -> Features {
     f.code_text = !f.cjk && looks_like_code(t, f.plain);
     f.ends_sentence = t.trim_end().ends_with(['.', '!', '?', '。', '！', '？', ':', '：']);
     let first = t.split_whitespace().next().unwrap_or("");
-    // A lone symbol (any bullet or dingbat: "•", "❼", "–") or an enumerator ("1.", "(a)").
-    f.bullet = (first.chars().count() == 1 && first.chars().all(|c| !c.is_ascii_alphanumeric() && !c.is_alphabetic() && !"\"'([“‘".contains(c)) && f.words > 2)
+    // A lone symbol (any bullet or dingbat: "•", "❼", "–"; not the punctuation that goes on
+    // with a sentence a line break cut: ", the output of that code") or an enumerator ("1.",
+    // "(a)", "iv)"; not "(EM)" or "Dr.").
+    f.bullet = (first.chars().count() == 1 && first.chars().all(|c| !c.is_ascii_alphanumeric() && !c.is_alphabetic() && !"\"'([“‘,.;:!?)]}”’%".contains(c)) && f.words > 2)
         || first.starts_with(['•', '◦', '▪', '‣', '·'])
-        || (first.len() <= 4
+        || (first.len() <= 5
             && (first.ends_with(')') || first.ends_with('.'))
-            && first.trim_end_matches([')', '.']).trim_start_matches('(').chars().all(|c| c.is_ascii_alphanumeric())
-            && f.words > 3
-            && !first.trim_end_matches([')', '.']).is_empty());
+            && enumerator(first.trim_end_matches([')', '.']).trim_start_matches('('))
+            && f.words > 3);
     f.size = 1.0;
     if let Some(tl) = line.layout.and_then(|i| doc.pages[line.page].lines.get(i)) {
         f.mono = tl.mono;
@@ -562,6 +563,16 @@ fn numbered_title(text: &str, words: usize) -> bool {
     let cjk = text.chars().filter(|c| is_cjk_letter(*c)).count() * 2 > text.chars().filter(|c| !c.is_whitespace()).count();
     let short = if cjk { text.chars().count() <= 30 } else { words <= 10 };
     short && numbering(text).is_some_and(|(_, _, len)| text.trim_start()[len..].chars().next().is_some_and(|c| c.is_uppercase() || is_cjk_letter(c)))
+}
+
+/// Whether `label` (an item's marker without its brackets and dot) counts items: a number of
+/// up to three digits, one letter, or a small Roman numeral.
+fn enumerator(label: &str) -> bool {
+    let digits = !label.is_empty() && label.len() <= 3 && label.chars().all(|c| c.is_ascii_digit());
+    let letter = label.chars().count() == 1 && label.chars().all(|c| c.is_alphabetic());
+    let lower = label.to_ascii_lowercase();
+    let roman = ["i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x", "xi", "xii"].contains(&lower.as_str()) && (label == lower || label == label.to_ascii_uppercase());
+    digits || letter || roman
 }
 
 /// Whether a line that starts in lowercase continues the list item whose first line (with
