@@ -376,3 +376,18 @@ fn punctuation_at_a_line_start_is_no_bullet() {
     assert_eq!(kind_of(&doc, "natural interplay"), BlockKind::Prose, "{}", show());
     assert!(doc.blocks[0].text.contains("(EM) algorithm is described"), "{}", show());
 }
+
+/// A list item that a page break cuts goes on on the next page, as a paragraph does.
+#[test]
+fn a_list_item_goes_on_across_a_page_break() {
+    let one = vec![
+        ("R", 10.0, 72.0, 706.0, "The fitting functions are listed below, with what each one of them does:"),
+        ("R", 10.0, 80.0, 100.0, "1.      The optimizers with box constraints are the two algorithms that are them-"),
+    ];
+    let two = vec![("R", 10.0, 110.0, 706.0, "selves wrappers around the versions provided in the base system.")];
+    let doc = read(&article(&[one, two]));
+    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    let item = doc.blocks.iter().find(|b| b.text.contains("box constraints")).unwrap_or_else(|| panic!("{}", show()));
+    assert_eq!(item.kind, BlockKind::ListItem, "{}", show());
+    assert!(item.text.contains("themselves wrappers around"), "{}", show());
+}

@@ -472,7 +472,9 @@ fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
                 let around_floats = prev_page == Some(page) && floats_between && prev.lines.len() > 1;
                 let lowercase = text.starts_with(|c: char| c.is_lowercase());
                 let split = (contiguous && lowercase) || (around_floats && same_size && lowercase) || prev_page.is_some_and(|p| p + 1 == page);
-                if prev.kind == BlockKind::Prose && split && continues_across_page(&prev.text, &text) {
+                // A list item goes on in a paragraph (not in the next item) the same way.
+                let goes_on = prev.kind == BlockKind::Prose || (prev.kind == BlockKind::ListItem && kind == BlockKind::Prose && lowercase);
+                if goes_on && split && continues_across_page(&prev.text, &text) {
                     prev.lines.extend(g.iter().copied());
                     let (t, j) = doc.join_lines(&prev.lines);
                     prev.text = t;
