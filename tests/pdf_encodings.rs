@@ -135,32 +135,6 @@ fn type3_font_with_differences() {
     assert_eq!(words(&text(&pdf).unwrap()), "ab,#");
 }
 
-/// Two Type 3 fonts of one size that name their glyphs by number ("a109" draws 'm'), as
-/// bitmap fonts do: each font's em comes from its 'm' (known by the text it stands for), so
-/// the two lines get one size; from each font's first glyph ('.' in one, 'm' in the other)
-/// their sizes would differ fourfold and the lines would stand in two blocks.
-#[test]
-fn type3_fonts_with_numbered_glyph_names_share_a_size() {
-    let mut pdf = Pdf::new();
-    let font = |pdf: &mut Pdf, first: u32, names: &str, widths: &str| {
-        pdf.add(format!(
-            "<< /Type /Font /Subtype /Type3 /FontBBox [0 0 100 100] /FontMatrix [0.01 0 0 0.01 0 0] /CharProcs << >>
-               /Encoding << /Type /Encoding /Differences [{first} {names}] >> /FirstChar {first} /LastChar 120 /Widths [{widths}] >>"
-        ))
-    };
-    let zeros = |n: usize| vec!["0"; n].join(" ");
-    // One font: '.' (46) first, then 'm' (109); the other: 'm' first. Same 'm' width.
-    let a = font(&mut pdf, 46, &format!("/a46 {}", (47..=120).map(|c| format!("/a{c}")).collect::<Vec<_>>().join(" ")), &format!("15 {} 80 {}", zeros(109 - 47), zeros(120 - 109)));
-    let b = font(&mut pdf, 109, &(109..=120).map(|c| format!("/a{c}")).collect::<Vec<_>>().join(" "), &format!("80 {}", zeros(120 - 109)));
-    let content = b"BT /F1 10 Tf 72 700 Td (mmm.) Tj ET\nBT /F2 10 Tf 72 688 Td (mmm) Tj ET\n".to_vec();
-    let bytes = doc_with_pages(&mut pdf, &[(content, format!("<< /Font << /F1 {a} 0 R /F2 {b} 0 R >> >>"))]);
-    let d = seqgpt_pdf::extract_text(&bytes, &seqgpt_pdf::ExtractOptions::default()).unwrap();
-    let lines = &d.pages[0].lines;
-    assert_eq!(lines.len(), 2, "{:?}", d.pages[0].text);
-    assert!((lines[0].size - lines[1].size).abs() < 0.01 * lines[0].size, "sizes {} and {}", lines[0].size, lines[1].size);
-    assert!(!lines[1].block_start, "one block: {:?}", d.pages[0].text);
-}
-
 #[test]
 fn embedded_type1_builtin_encoding() {
     // No /Encoding: the font program's own encoding (code 65 draws /B, 66 draws /fi).

@@ -366,7 +366,7 @@ fn load_simple(doc: &Document, dict: &Dictionary, budget: &mut DecodeBudget, typ
             *w = 0.0;
         }
     }
-    let em_scale = if type3 { type3_em_scale(&names, &texts, &widths, &fm) } else { 1.0 };
+    let em_scale = if type3 { type3_em_scale(&names, &widths, &fm) } else { 1.0 };
     Ok(Font {
         kind: if type3 { Kind::Type3 } else { Kind::Simple },
         texts,
@@ -399,17 +399,10 @@ fn literal_glyph_name(name: &str) -> Option<char> {
 
 /// The size of a Type 3 font's glyphs relative to its nominal size. Type 3 glyph space has no
 /// em, so guess it from the advance of 'm' (a typical 'm' is 0.6 em wide), else of a letter or
-/// any glyph (0.5 em), as pdftotext does. A glyph is known by its name or by the text it
-/// stands for (`texts`): bitmap fonts name their glyphs by number ("a109" for 'm'), and
-/// without the text each of a document's fonts would get a size from a different glyph.
-fn type3_em_scale(names: &[Option<String>], texts: &[Option<Box<str>>], widths: &[f32], fm: &[f64; 6]) -> f32 {
+/// any glyph (0.5 em), as pdftotext does.
+fn type3_em_scale(names: &[Option<String>], widths: &[f32], fm: &[f64; 6]) -> f32 {
     let width_of = |pred: &dyn Fn(&str) -> bool| {
-        names
-            .iter()
-            .zip(widths)
-            .enumerate()
-            .find(|(code, (n, w))| (n.as_deref().is_some_and(pred) || texts.get(*code).and_then(|t| t.as_deref()).is_some_and(pred)) && **w > 0.0)
-            .map(|(_, (_, w))| *w)
+        names.iter().zip(widths).find(|(n, w)| n.as_deref().is_some_and(pred) && **w > 0.0).map(|(_, w)| *w)
     };
     let w = width_of(&|n| n == "m")
         .map(|w| w / 0.6)
