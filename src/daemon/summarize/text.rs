@@ -361,7 +361,9 @@ fn latin_boundary(text: &str, i: usize, j: usize, single: bool) -> bool {
         if letters.len() == 1 && letters[0].is_uppercase() && word.chars().count() <= 2 {
             let next: String = text[j..].split_whitespace().next().unwrap_or("").chars().filter(|c| c.is_alphabetic()).collect();
             let next_initial = text[j..].split_whitespace().next().is_some_and(|w| w.len() == 2 && w.ends_with('.') && w.starts_with(|c: char| c.is_uppercase()));
-            if !STOPWORDS.contains(&next.to_lowercase().as_str()) && (next_initial || !after_common_word(&text[..k])) {
+            let next_lower = next.to_lowercase();
+            let starts = STOPWORDS.contains(&next_lower.as_str()) || SENTENCE_OPENERS.contains(&next_lower.as_str());
+            if !starts && (next_initial || !after_common_word(&text[..k])) {
                 return false;
             }
         }
@@ -388,6 +390,13 @@ fn after_common_word(before: &str) -> bool {
     let word = tail.rsplit(char::is_whitespace).next().unwrap_or("");
     !word.is_empty() && word.chars().all(char::is_lowercase) && !matches!(word, "by" | "and" | "to" | "und" | "et" | "von" | "van" | "de" | "der" | "da" | "di" | "du" | "le" | "la")
 }
+
+/// Words that open sentences and are no surnames: after a one-letter word and its period
+/// they start a new sentence ("the model matrix, X. Next, ...", "in R. Moreover").
+const SENTENCE_OPENERS: &[&str] = &[
+    "however", "moreover", "furthermore", "therefore", "thus", "hence", "next", "finally", "first", "second", "third",
+    "note", "see", "consequently", "similarly", "instead", "otherwise", "although", "since", "here", "thereby", "likewise",
+];
 
 /// English function words that carry no topic (the ranker skips them).
 const STOPWORDS: &[&str] = &[
@@ -528,6 +537,8 @@ mod tests {
             vec!["Dr. Smith arrived at 3.30 p.m. on Monday.", "He met J. R. Jones, e.g. the new director!", "Was it late?", "Yes."]
         );
         // A one-letter name ending a sentence, after a common word; an initial after "by".
+        let t = "It is the model matrix, X. Next, the results are used.";
+        assert_eq!(sentences(t), vec!["It is the model matrix, X.", "Next, the results are used."]);
         let t = "It integrates C++ code with R. Rcpp provides classes. It was written by D. Samperi in 2005.";
         assert_eq!(sentences(t), vec!["It integrates C++ code with R.", "Rcpp provides classes.", "It was written by D. Samperi in 2005."]);
         let t = "It reads lists, tables, etc. The rest (notes, etc.) is skipped, as are figures etc. and more.";
