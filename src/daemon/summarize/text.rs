@@ -358,16 +358,21 @@ fn latin_boundary(text: &str, i: usize, j: usize, single: bool) -> bool {
         // does one after a lowercase word other than those that introduce a name ("code
         // with R. Rcpp provides", where "by D. Samperi" and "and J. Smith" are initials).
         let letters: Vec<char> = word.chars().filter(|c| c.is_alphabetic()).collect();
+        // The next word, looked at no further than an abbreviation's length (linear).
+        let ahead: String = text[j..].chars().skip_while(|c| c.is_whitespace()).take(MAX_ABBREVIATION_CHARS).collect();
+        let next_word = ahead.split_whitespace().next().unwrap_or("");
+        let next: String = next_word.chars().filter(|c| c.is_alphabetic()).collect();
+        let next_lower = next.to_lowercase();
+        let starts = STOPWORDS.contains(&next_lower.as_str()) || SENTENCE_OPENERS.contains(&next_lower.as_str());
         if letters.len() == 1 && letters[0].is_uppercase() && word.chars().count() <= 2 {
-            let next: String = text[j..].split_whitespace().next().unwrap_or("").chars().filter(|c| c.is_alphabetic()).collect();
-            let next_initial = text[j..].split_whitespace().next().is_some_and(|w| w.len() == 2 && w.ends_with('.') && w.starts_with(|c: char| c.is_uppercase()));
-            let next_lower = next.to_lowercase();
-            let starts = STOPWORDS.contains(&next_lower.as_str()) || SENTENCE_OPENERS.contains(&next_lower.as_str());
+            let next_initial = next_word.len() == 2 && next_word.ends_with('.') && next_word.starts_with(|c: char| c.is_uppercase());
             if !starts && (next_initial || !after_common_word(&text[..k])) {
                 return false;
             }
         }
-        if word.contains('.') && word.chars().all(|c| c.is_alphabetic() || c == '.') && letters.len() <= 4 {
+        // A dotted abbreviation goes on, unless a sentence visibly starts ("in the U.S. The
+        // rest", "a Ph.D. First, ...").
+        if word.contains('.') && word.chars().all(|c| c.is_alphabetic() || c == '.') && letters.len() <= 4 && !starts {
             return false;
         }
     }
@@ -537,6 +542,8 @@ mod tests {
             vec!["Dr. Smith arrived at 3.30 p.m. on Monday.", "He met J. R. Jones, e.g. the new director!", "Was it late?", "Yes."]
         );
         // A one-letter name ending a sentence, after a common word; an initial after "by".
+        let t = "He holds a Ph.D. First, he taught in the U.S. for a year.";
+        assert_eq!(sentences(t), vec!["He holds a Ph.D.", "First, he taught in the U.S. for a year."]);
         let t = "It is the model matrix, X. Next, the results are used.";
         assert_eq!(sentences(t), vec!["It is the model matrix, X.", "Next, the results are used."]);
         let t = "It integrates C++ code with R. Rcpp provides classes. It was written by D. Samperi in 2005.";
