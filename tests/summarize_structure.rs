@@ -7,7 +7,7 @@
 mod builder;
 
 use seqgpt_pdf::{extract_text, ExtractOptions};
-use seqgpt_daemon::summarize::document::{BlockKind, Document, SectionKind};
+use seqgpt_daemon::summarize::document::{Block, BlockKind, Document, SectionKind};
 use seqgpt_daemon::summarize::structure;
 use seqgpt_daemon::summarize::rank::{word_count, Ranker};
 use seqgpt_daemon::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
@@ -84,18 +84,24 @@ fn read(bytes: &[u8]) -> Document {
     structure::read(extracted, &Cancel::new()).unwrap()
 }
 
-fn kind_of<'a>(doc: &'a Document, needle: &str) -> BlockKind {
-    doc.blocks
-        .iter()
-        .find(|b| b.text.contains(needle))
-        .unwrap_or_else(|| panic!("no block holds {needle:?}: {:#?}", doc.blocks.iter().map(|b| (&b.kind, &b.text)).collect::<Vec<_>>()))
-        .kind
+/// The document's blocks, kind and text, for a failed assertion's message.
+fn listing(doc: &Document) -> String {
+    format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>())
+}
+
+/// The first block that holds `needle`.
+fn block_of<'a>(doc: &'a Document, needle: &str) -> &'a Block {
+    doc.blocks.iter().find(|b| b.text.contains(needle)).unwrap_or_else(|| panic!("no block holds {needle:?}: {}", listing(doc)))
+}
+
+fn kind_of(doc: &Document, needle: &str) -> BlockKind {
+    block_of(doc, needle).kind
 }
 
 #[test]
 fn block_kinds_of_a_small_article() {
     let doc = read(&article(&[page_one(), page_two()]));
-    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    let show = || listing(&doc);
     assert_eq!(kind_of(&doc, "1. Introduction"), BlockKind::Heading(1), "{}", show());
     assert_eq!(kind_of(&doc, "This paper describes"), BlockKind::Prose, "{}", show());
     assert_eq!(kind_of(&doc, "rnorm"), BlockKind::Code, "{}", show());
@@ -200,7 +206,7 @@ fn a_sentence_the_page_sets_around_a_table_is_read_whole() {
         ("R", 10.0, 72.0, 628.0, "The measurements are repeated on documents of many kinds and many sources."),
     ]);
     let doc = read(&article(&[page]));
-    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    let show = || listing(&doc);
     assert_eq!(kind_of(&doc, "2.34"), BlockKind::Table, "{}", show());
     let ranker = Ranker::new(&doc, &Cancel::new()).unwrap();
     let texts: Vec<&str> = ranker.sentences.iter().map(|s| s.text.as_str()).collect();
@@ -221,7 +227,7 @@ fn a_running_header_before_a_table_is_no_sentence_start() {
         ("R", 10.0, 72.0, 668.0, "for each roll. The model is fitted to these counts with two components."),
     ]);
     let doc = read(&article(&[page]));
-    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    let show = || listing(&doc);
     let header = doc.blocks.iter().find(|b| b.text.contains("Journal of Statistical")).unwrap_or_else(|| panic!("{}", show()));
     assert!(!header.text.contains("observations"), "{}", show());
 }
@@ -246,7 +252,7 @@ fn notes_that_fill_more_than_the_bottom_fifth_are_notes() {
         page.push(("R", 8.0, 72.0, 400.0 - 11.0 * i as f32, note));
     }
     let doc = read(&article(&[page_one(), page]));
-    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    let show = || listing(&doc);
     assert_eq!(kind_of(&doc, "The first manuscript"), BlockKind::Footnote, "{}", show());
     assert_eq!(kind_of(&doc, "A quotation from the preface"), BlockKind::Prose, "{}", show());
     assert_eq!(kind_of(&doc, "The notes below the text"), BlockKind::Prose, "{}", show());
@@ -271,7 +277,7 @@ fn labels_in_the_margin_are_not_part_of_the_text() {
         ("R", 10.0, 100.0, 622.0, "It also applies to the lists of the appendix and of the index."),
     ];
     let doc = read(&article(&[page]));
-    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    let show = || listing(&doc);
     let described = doc.blocks.iter().find(|b| b.text.contains("Define the style")).unwrap_or_else(|| panic!("{}", show()));
     assert_eq!(described.kind, BlockKind::Prose, "{}", show());
     assert!(described.text.starts_with("Define the style of the items"), "{}", show());
@@ -308,7 +314,7 @@ fn a_column_of_row_names_is_no_prose() {
         ("R", 10.0, 72.0, 628.0, "Gaps in time series can be filled in the same way, from the neighbours."),
     ];
     let doc = read(&article(&[first, second]));
-    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    let show = || listing(&doc);
     assert_ne!(kind_of(&doc, "separable"), BlockKind::Prose, "{}", show());
     assert!(doc.blocks.iter().any(|b| b.kind == BlockKind::Prose && b.text.contains("but the spatio-temporal model would use")), "{}", show());
 }
@@ -334,7 +340,7 @@ fn a_table_header_row_is_no_prose() {
         read(&builder::doc_with_pages(&mut pdf, &[(content(&first), resources.clone()), (top, resources)]))
     };
     let doc = with_header(12.0);
-    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    let show = || listing(&doc);
     assert!(doc.blocks.iter().any(|b| b.text == "wMSE neigh. RMSE MAE"), "{}", show());
     assert!(doc.blocks.iter().all(|b| b.kind != BlockKind::Prose || !b.text.contains("RMSE")), "{}", show());
     assert!(doc.blocks.iter().any(|b| b.kind == BlockKind::Prose && b.text.contains("but the spatio-temporal model would use")), "{}", show());
@@ -352,8 +358,8 @@ fn a_list_item_goes_on_under_its_first_line() {
         ("R", 10.0, 80.0, 670.0, "2.      Support for tracking the source distributions of other vendors."),
     ];
     let doc = read(&article(&[page]));
-    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
-    let item = doc.blocks.iter().find(|b| b.text.contains("Concurrent access")).unwrap_or_else(|| panic!("{}", show()));
+    let show = || listing(&doc);
+    let item = block_of(&doc, "Concurrent access");
     assert_eq!(item.kind, BlockKind::ListItem, "{}", show());
     assert!(item.text.contains("changes are never lost"), "{}", show());
     assert_eq!(kind_of(&doc, "Support for tracking"), BlockKind::ListItem, "{}", show());
@@ -371,7 +377,7 @@ fn punctuation_at_a_line_start_is_no_bullet() {
         ("R", 10.0, 72.0, 670.0, "\\(EM\\) algorithm is described in detail in the next section of this guide."),
     ];
     let doc = read(&article(&[page]));
-    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
+    let show = || listing(&doc);
     assert_eq!(doc.blocks.iter().filter(|b| !b.text.trim().is_empty()).count(), 1, "{}", show());
     assert_eq!(kind_of(&doc, "natural interplay"), BlockKind::Prose, "{}", show());
     assert!(doc.blocks[0].text.contains("(EM) algorithm is described"), "{}", show());
@@ -386,8 +392,8 @@ fn a_list_item_goes_on_across_a_page_break() {
     ];
     let two = vec![("R", 10.0, 110.0, 706.0, "selves wrappers around the versions provided in the base system.")];
     let doc = read(&article(&[one, two]));
-    let show = || format!("{:#?}", doc.blocks.iter().map(|b| (b.kind, b.text.as_str())).collect::<Vec<_>>());
-    let item = doc.blocks.iter().find(|b| b.text.contains("box constraints")).unwrap_or_else(|| panic!("{}", show()));
+    let show = || listing(&doc);
+    let item = block_of(&doc, "box constraints");
     assert_eq!(item.kind, BlockKind::ListItem, "{}", show());
     assert!(item.text.contains("themselves wrappers around"), "{}", show());
 }
