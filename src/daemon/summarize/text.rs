@@ -391,8 +391,8 @@ fn latin_boundary(text: &str, i: usize, j: usize, single: bool) -> bool {
 fn after_common_word(before: &str) -> bool {
     let Some(head) = before.strip_suffix(' ') else { return false };
     // Only the last few characters: a text without spaces stays linear.
-    let tail: String = head.chars().rev().take(MAX_ABBREVIATION_CHARS).collect::<Vec<_>>().into_iter().rev().collect();
-    let word = tail.rsplit(char::is_whitespace).next().unwrap_or("");
+    let from = head.char_indices().rev().nth(MAX_ABBREVIATION_CHARS - 1).map_or(0, |(i, _)| i);
+    let word = head[from..].rsplit(char::is_whitespace).next().unwrap_or("");
     !word.is_empty() && word.chars().all(char::is_lowercase) && !matches!(word, "by" | "and" | "to" | "und" | "et" | "von" | "van" | "de" | "der" | "da" | "di" | "du" | "le" | "la")
 }
 
