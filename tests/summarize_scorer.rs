@@ -267,3 +267,21 @@ fn a_page_of_contents_entries_reads_each_entry_with_its_page_number() {
         assert!(at(entries[i - 1]) < at(["3", "5", "8", "12", "15", "17", "20"][i - 1]) && at(["3", "5", "8", "12", "15", "17", "20"][i - 1]) < at(t), "entry and number out of order:\n{text}");
     }
 }
+
+#[tokio::test]
+async fn citations_and_cross_references_leave_the_quoted_sentence() {
+    let text = "Graph layouts are computed by a spring model that places the nodes (Kamada and Kawai 1989). \
+                The model is solved by stress majorization on the whole graph (see Section 4 for details), \
+                which converges quickly [12].";
+    let s = summarize(Input::Text(text.into()), &budget(60)).await.unwrap();
+    assert_eq!(
+        s.text,
+        "Graph layouts are computed by a spring model that places the nodes. The model is solved by stress \
+         majorization on the whole graph, which converges quickly."
+    );
+    // Each sentence is still anchored at the whole of it in the document.
+    let first = &s.sentences[0];
+    assert_eq!(first.text, "Graph layouts are computed by a spring model that places the nodes.");
+    let whole = "Graph layouts are computed by a spring model that places the nodes (Kamada and Kawai 1989).";
+    assert_eq!((first.end - first.start) as usize, whole.chars().count());
+}

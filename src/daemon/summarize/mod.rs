@@ -17,6 +17,7 @@ pub mod annotate;
 pub mod cache;
 pub mod chunk;
 pub mod clean;
+pub mod compress;
 pub mod document;
 pub mod keyterms;
 pub mod logistic;
