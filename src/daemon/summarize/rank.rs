@@ -164,13 +164,14 @@ const DANGLING: &[&str] = &[
 ];
 
 /// Openings of several words that point back ("In a second condition", "The latter", "In
-/// addition", "On the other hand"), lowercase.
+/// addition", "On the other hand", "For example": an example of what was said before),
+/// lowercase.
 const DANGLING_PHRASES: &[&str] = &[
     "in a second", "in a third", "in the second", "in the third", "the latter", "the former", "in addition",
     "on the other hand", "in contrast", "in this case", "in that case", "as a result", "for this reason",
     "for these reasons", "to this end", "in particular", "as such", "of these", "each of these", "all of these",
     "one of these", "some of these", "in the same way", "at the same time", "by contrast", "even so", "in turn",
-    "the same", "the other", "the rest",
+    "the same", "the other", "the rest", "for example", "for instance", "in other words", "that is",
 ];
 
 /// Words after "This"/"These" that name the document itself, not something before.
@@ -496,7 +497,16 @@ impl Ranker {
         if super::ablation::off("coherence") || !self.sentences[i].dangling {
             return true;
         }
-        i > 0 && self.sentences[i - 1].block == self.sentences[i].block && chosen.contains(&(i - 1))
+        self.antecedent(i).is_some_and(|p| chosen.contains(&p))
+    }
+
+    /// The sentence a dangling sentence `i` points back to: the one before it, in its block or,
+    /// when `i` opens a paragraph, at the end of the paragraph just before (nothing between
+    /// them: no heading, listing or figure).
+    fn antecedent(&self, i: usize) -> Option<usize> {
+        let p = i.checked_sub(1)?;
+        let (b, bp) = (self.sentences[i].block, self.sentences[p].block);
+        (bp == b || bp + 1 == b).then_some(p)
     }
 
     /// The summary's sentences within `max_words` ([`Ranker::select`] over all candidates);
@@ -570,9 +580,8 @@ impl Ranker {
                     // A sentence that points back goes in with the one it points to, when that
                     // one may stand by itself and both fit: their mean value, for their mean
                     // length.
-                    let p = c.wrapping_sub(1);
-                    (c > 0
-                        && self.sentences[p].block == self.sentences[c].block
+                    let p = self.antecedent(c).unwrap_or(usize::MAX);
+                    (p != usize::MAX
                         && pool.contains(&p)
                         && self.resolved(p, &chosen)
                         && used + words + self.sentences[p].words <= max_words)
