@@ -1,7 +1,8 @@
 //! What a summary leaves out of a sentence it quotes: the bracketed citations and
 //! cross-references that point into the document or its bibliography ("(Knaus 2013)", "[15]",
-//! "(see Section 3)", "(Table 1)"). Out of context they say nothing, and the words they take
-//! from the budget go to another sentence instead. Everything else in a sentence stays as the
+//! "(see Section 3)", "(Table 1)"), and its bracketed examples ("(e.g., a data frame)"). Out
+//! of context they say nothing, or less than another sentence would for the words they take
+//! from the budget. Everything else in a sentence stays as the
 //! document has it; the sentence's anchor still covers the whole of it.
 
 use std::borrow::Cow;
@@ -44,7 +45,7 @@ pub fn drop_references(sentence: &str) -> Cow<'_, str> {
             }
         }
         counted = i;
-        // Inside another parenthesis ("(e.g. [3])") a citation is that one's to keep or drop.
+        // Inside another parenthesis ("(as in [3])") a citation is that one's to keep or drop.
         let nested = depth > 0;
         let droppable = !nested
             && if open == b'[' { numeric_citation(inner) && !names_it(before) } else { author_year(inner) || cross_reference(inner) };
@@ -122,7 +123,7 @@ fn author_year(inner: &str) -> bool {
 }
 
 /// "see below", "see Section 3 for details", "cf. Table 2", "Figure 4", "described in section
-/// 4.8": a pointer to another part of the document.
+/// 4.8": a pointer to another part of the document; or "e.g., a data frame": an example.
 fn cross_reference(inner: &str) -> bool {
     let words: Vec<String> = inner.split_whitespace().map(|w| w.to_lowercase()).collect();
     let Some(first) = words.first() else { return false };
@@ -137,7 +138,7 @@ fn cross_reference(inner: &str) -> bool {
     };
     let numbered = |k: usize| words.get(k + 1).is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit() || c.is_uppercase()));
     match first.trim_end_matches([',', ':']) {
-        "see" | "cf." | "cf" | "compare" => words.len() <= 12,
+        "see" | "cf." | "cf" | "compare" | "e.g." | "e.g" | "eg." => words.len() <= 12,
         _ => words.len() <= 6 && words.iter().enumerate().any(|(k, w)| pointer(w) && (numbered(k) || matches!(w.as_str(), "below" | "above" | "later"))),
     }
 }
@@ -157,6 +158,8 @@ mod tests {
             ("Graph drawing is hard [3, 7-9] in general.", "Graph drawing is hard in general."),
             ("The package (described in section 4.8) prints tables.", "The package prints tables."),
             ("The commands are listed later (see below).", "The commands are listed later."),
+            ("Any table (e.g., a data frame or a matrix) is read.", "Any table is read."),
+            ("Graphs are drawn by a spring model (e.g. [3]) in the plane.", "Graphs are drawn by a spring model in the plane."),
         ];
         for (input, want) in cases {
             assert_eq!(drop_references(input), want, "{input}");
@@ -184,7 +187,7 @@ mod tests {
             "Smith (2005) drew the first such graphs.",
             "The output (current version is 2.31) is stable.",
             "Use x[1] for the first element.",
-            "Graphs are drawn by a spring model (e.g. [3]) in the plane.",
+            "Graphs are drawn by a spring model (as in [3]) in the plane.",
             "(see below)",
         ] {
             assert_eq!(drop_references(s), s, "{s}");
