@@ -10,7 +10,7 @@ use seqgpt_pdf::{extract_text, ExtractOptions};
 use seqgpt_daemon::summarize::document::{Block, BlockKind, Document, SectionKind};
 use seqgpt_daemon::summarize::structure;
 use seqgpt_daemon::summarize::rank::{word_count, Ranker};
-use seqgpt_daemon::summarize::compress::drop_references;
+use seqgpt_daemon::summarize::compress::summary_text;
 use seqgpt_daemon::summarize::pipeline::{Ignore, Input, Pipeline, PipelineSettings};
 use seqgpt_daemon::summarize::{Cancel, SummaryOptions};
 
@@ -168,7 +168,7 @@ async fn anchors_point_to_the_sentence_on_its_page() {
         let on_page: String = page.text.chars().skip(a.start as usize).take((a.end - a.start) as usize).collect();
         let flat = on_page.split_whitespace().collect::<Vec<_>>().join(" ");
         // The whole sentence on the page; the summary leaves its citations out.
-        assert_eq!(drop_references(&flat), a.text, "page {} characters {}..{}", a.page, a.start, a.end);
+        assert_eq!(summary_text(&flat), a.text, "page {} characters {}..{}", a.page, a.start, a.end);
         assert!(!a.boxes.is_empty());
         let [x0, y0, x1, y1] = page.area.unwrap();
         for b in &a.boxes {

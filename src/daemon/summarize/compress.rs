@@ -2,17 +2,17 @@
 //! cross-references that point into the document or its bibliography ("(Knaus 2013)", "[15]",
 //! "(see Section 3)", "(Table 1)"), and its bracketed examples ("(e.g., a data frame)"). Out
 //! of context they say nothing, or less than another sentence would for the words they take
-//! from the budget. Everything else in a sentence stays as the
-//! document has it; the sentence's anchor still covers the whole of it.
+//! from the budget. Everything else in a sentence stays as the document has it; the
+//! sentence's anchor still covers the whole of it.
 
 use std::borrow::Cow;
 
 /// Longest bracketed group (characters) that may be a citation or a cross-reference.
 const MAX_GROUP_CHARS: usize = 160;
 
-/// `sentence` without its citations and cross-references, or as it is when it has none (or
-/// when nothing would be left of it).
-pub fn drop_references(sentence: &str) -> Cow<'_, str> {
+/// `sentence` as a summary quotes it: without its citations, cross-references and bracketed
+/// examples, or as it is when it has none (or when nothing would be left of it).
+pub fn summary_text(sentence: &str) -> Cow<'_, str> {
     let mut cuts: Vec<(usize, usize)> = Vec::new();
     let bytes = sentence.as_bytes();
     let mut i = 0;
@@ -48,7 +48,7 @@ pub fn drop_references(sentence: &str) -> Cow<'_, str> {
         // Inside another parenthesis ("(as in [3])") a citation is that one's to keep or drop.
         let nested = depth > 0;
         let droppable = !nested
-            && if open == b'[' { numeric_citation(inner) && !names_it(before) } else { author_year(inner) || cross_reference(inner) };
+            && if open == b'[' { numeric_citation(inner) && !names_it(before) } else { author_year(inner) || pointer_or_example(inner) };
         // A group glued to a word ("f(x)", "x[1]") is part of it.
         let glued = before.chars().next_back().is_some_and(|c| !c.is_whitespace());
         if droppable && !glued {
@@ -124,7 +124,7 @@ fn author_year(inner: &str) -> bool {
 
 /// "see below", "see Section 3 for details", "cf. Table 2", "Figure 4", "described in section
 /// 4.8": a pointer to another part of the document; or "e.g., a data frame": an example.
-fn cross_reference(inner: &str) -> bool {
+fn pointer_or_example(inner: &str) -> bool {
     let words: Vec<String> = inner.split_whitespace().map(|w| w.to_lowercase()).collect();
     let Some(first) = words.first() else { return false };
     let pointer = |w: &str| {
@@ -145,7 +145,7 @@ fn cross_reference(inner: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::drop_references;
+    use super::summary_text;
 
     #[test]
     fn citations_and_pointers_go() {
@@ -162,7 +162,7 @@ mod tests {
             ("Graphs are drawn by a spring model (e.g. [3]) in the plane.", "Graphs are drawn by a spring model in the plane."),
         ];
         for (input, want) in cases {
-            assert_eq!(drop_references(input), want, "{input}");
+            assert_eq!(summary_text(input), want, "{input}");
         }
     }
 
@@ -170,11 +170,11 @@ mod tests {
     fn a_long_text_of_brackets_is_read_once() {
         // Linear in the text: unclosed parentheses and many citations.
         let text = "word [1] and more (see Table 2) here ".repeat(40_000);
-        let out = drop_references(&text);
+        let out = summary_text(&text);
         assert!(!out.contains("[1]") && !out.contains("Table 2") && out.contains("word and more here word"));
         // After a parenthesis left open everything is inside it, and stays.
         let text = "word [1] (a ".repeat(40_000);
-        assert_eq!(drop_references(&text).matches("[1]").count(), 40_000 - 1);
+        assert_eq!(summary_text(&text).matches("[1]").count(), 40_000 - 1);
     }
 
     #[test]
@@ -190,7 +190,7 @@ mod tests {
             "Graphs are drawn by a spring model (as in [3]) in the plane.",
             "(see below)",
         ] {
-            assert_eq!(drop_references(s), s, "{s}");
+            assert_eq!(summary_text(s), s, "{s}");
         }
     }
 }

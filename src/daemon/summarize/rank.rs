@@ -290,7 +290,7 @@ impl Ranker {
                 }
                 let source = block.text[r.clone()].trim_start();
                 let r = r.end - source.len()..r.end;
-                let text = super::compress::drop_references(source).into_owned();
+                let text = super::compress::summary_text(source).into_owned();
                 let words = word_count(&text);
                 let candidate = readable(&text, words, lower_ok(doc, b, r.start));
                 let dangling = dangling_start(&text);
