@@ -580,17 +580,13 @@ impl Ranker {
                     // A sentence that points back goes in with the one it points to, when that
                     // one may stand by itself and both fit: their mean value, for their mean
                     // length.
-                    let p = self.antecedent(c).unwrap_or(usize::MAX);
-                    (p != usize::MAX
-                        && pool.contains(&p)
-                        && self.resolved(p, &chosen)
-                        && used + words + self.sentences[p].words <= max_words)
-                        .then(|| {
+                    self.antecedent(c)
+                        .filter(|&p| pool.contains(&p) && self.resolved(p, &chosen) && used + words + self.sentences[p].words <= max_words)
+                        .and_then(|p| {
                             let vp = value(p, &chosen)?;
                             let with_p: Vec<usize> = chosen.iter().copied().chain([p]).collect();
                             Some((Some(p), (vp + value(c, &with_p)?) / 2.0 / density((words + self.sentences[p].words).div_ceil(2))))
                         })
-                        .flatten()
                 };
                 // Strictly greater: ties go to the earlier sentence.
                 if let Some((before, v)) = unit {
