@@ -402,3 +402,39 @@ fn a_list_item_goes_on_across_a_page_break() {
     assert_eq!(item.kind, BlockKind::ListItem, "{}", show());
     assert!(item.text.contains("themselves wrappers around"), "{}", show());
 }
+
+/// A sentence that introduces a list, and list items that are no sentences of their own,
+/// read as one sentence (the items after the lead-in, separated by semicolons), anchored on
+/// every line of it; a list of whole sentences keeps its sentences.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lead_in_and_its_fragments_are_one_sentence() {
+    let page = vec![
+        ("R", 10.0, 72.0, 706.0, "At present the package is mainly concerned with these matters of typesetting:"),
+        ("R", 10.0, 80.0, 694.0, "1.      spacing of fractions, roots and symbols,"),
+        ("R", 10.0, 80.0, 682.0, "2.      alternative versions of fractions, and"),
+        ("R", 10.0, 80.0, 670.0, "3.      math symbols within bold text."),
+        ("R", 10.0, 72.0, 640.0, "Two options change what the package does, and each has a default value:"),
+        ("R", 10.0, 80.0, 628.0, "1.      The first option sets the spacing of every fraction in the document."),
+        ("R", 10.0, 80.0, 616.0, "2.      The second option chooses the form of the capital Greek letters."),
+    ];
+    let bytes = article(&[page]);
+    let doc = read(&bytes);
+    let ranker = Ranker::new(&doc, &Cancel::new()).unwrap();
+    let texts: Vec<&str> = ranker.sentences.iter().map(|s| s.text.as_str()).collect();
+    let joined = "At present the package is mainly concerned with these matters of typesetting: spacing of fractions, roots and symbols; alternative versions of fractions; math symbols within bold text.";
+    assert!(texts.contains(&joined), "{texts:#?}\n{}", listing(&doc));
+    assert!(texts.contains(&"The first option sets the spacing of every fraction in the document."), "{texts:#?}");
+    assert!(texts.contains(&"Two options change what the package does, and each has a default value:"), "{texts:#?}");
+    assert!(!texts.iter().any(|t| t.starts_with("alternative") || t.starts_with("math symbols")), "{texts:#?}");
+    assert!(ranker.sentences.iter().find(|s| s.text == joined).is_some_and(|s| s.candidate));
+
+    let pages = extract_text(&bytes, &ExtractOptions::default()).unwrap().pages;
+    let pipeline = Pipeline::new(None, None, PipelineSettings::default());
+    let opts = SummaryOptions { max_words: Some(200), ..Default::default() };
+    let s = pipeline.summarize(Input::Pdf { bytes, permit: None }, &opts, &mut Ignore, &Cancel::new()).await.unwrap();
+    let a = s.sentences.iter().find(|a| a.text == joined).unwrap_or_else(|| panic!("{:#?}", s.sentences));
+    let on_page: String = pages[0].text.chars().skip(a.start as usize).take((a.end - a.start) as usize).collect();
+    let flat = on_page.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flat.starts_with("At present the package") && flat.ends_with("math symbols within bold text."), "{flat:?}");
+    assert_eq!(a.boxes.len(), 4, "one box per line: {:?}", a.boxes);
+}

@@ -77,6 +77,9 @@ pub struct Sentence {
     pub candidate: bool,
     /// It opens by pointing at something before it ([`dangling_start`]).
     pub dangling: bool,
+    /// The list items it runs on into, each as (block, byte range in the block's text): a
+    /// lead-in and the fragments it introduces read as one sentence ([`join_lists`]).
+    pub items: Vec<(usize, Range<usize>)>,
 }
 
 /// Sparse TF-IDF vector: (term id, weight), sorted by term id, L2-normalized.
@@ -294,9 +297,10 @@ impl Ranker {
                 let words = word_count(&text);
                 let candidate = readable(&text, words, lower_ok(doc, b, r.start));
                 let dangling = dangling_start(&text);
-                sentences.push(Sentence { block: b, range: r, text, words, candidate, dangling });
+                sentences.push(Sentence { block: b, range: r, text, words, candidate, dangling, items: Vec::new() });
             }
         }
+        let mut sentences = join_lists(doc, sentences);
         cancel.check()?;
         // Term ids in first-seen order keep every sum in a fixed order (determinism).
         let mut ids: HashMap<String, u32> = HashMap::new();
@@ -676,10 +680,102 @@ impl Ranker {
             .iter()
             .map(|&i| {
                 let s = &self.sentences[i];
-                doc.anchor(s.block, s.range.clone(), &cut_to_words(&s.text, max_words))
+                let mut anchor = doc.anchor(s.block, s.range.clone(), &cut_to_words(&s.text, max_words));
+                // A lead-in and its list: the lines of the items on the page where it starts.
+                for (b, r) in &s.items {
+                    let item = doc.anchor(*b, r.clone(), "");
+                    if item.page != anchor.page || item.start < anchor.end {
+                        break;
+                    }
+                    anchor.end = item.end;
+                    anchor.boxes.extend(item.boxes);
+                }
+                anchor
             })
             .collect()
     }
+}
+
+/// The most list items a lead-in takes in ([`join_lists`]): a longer list is a catalogue,
+/// not a statement.
+const MAX_LIST_ITEMS: usize = 12;
+
+/// The longest list item (words) [`join_lists`] reads as a fragment of its lead-in.
+const MAX_ITEM_WORDS: usize = 16;
+
+/// A sentence that introduces a list ("At present the package is mainly concerned with:")
+/// and the items after it, when none of them is a sentence of its own ("spacing of
+/// fractions, roots and symbols"), become one sentence: the lead-in, then the items in
+/// order, separated by semicolons. Apart, the lead-in says nothing and the items are
+/// fragments; together they are often where a manual states what it does. Only a list that
+/// follows its lead-in directly, a paragraph's last sentence of five words or more (one that
+/// states something: not "Examples include:"), and only when the whole list (two to
+/// [`MAX_LIST_ITEMS`] items, each one short fragment) fits in one sentence.
+fn join_lists(doc: &Document, sentences: Vec<Sentence>) -> Vec<Sentence> {
+    let last_of_block = |i: usize| sentences.get(i + 1).is_none_or(|n| n.block != sentences[i].block);
+    let mut out: Vec<Sentence> = Vec::with_capacity(sentences.len());
+    let mut i = 0;
+    while i < sentences.len() {
+        let lead = &sentences[i];
+        let mut end = i + 1;
+        if last_of_block(i) && doc.blocks[lead.block].kind == BlockKind::Prose && lead.text.trim_end().ends_with([':', '：']) {
+            // The run of list items right after it, each one sentence.
+            while end < sentences.len()
+                && sentences[end].block == lead.block + (end - i)
+                && doc.blocks[sentences[end].block].kind == BlockKind::ListItem
+                && last_of_block(end)
+            {
+                end += 1;
+            }
+            let items = &sentences[i + 1..end];
+            let after = sentences.get(end).map(|n| n.block);
+            let whole = after.is_none_or(|b| b != lead.block + (end - i) || doc.blocks[b].kind != BlockKind::ListItem);
+            let words = lead.words + items.iter().map(|s| s.words).sum::<usize>();
+            let fragments = items.iter().all(|s| !s.candidate && s.words <= MAX_ITEM_WORDS);
+            if !(2..=MAX_LIST_ITEMS).contains(&items.len()) || !whole || !fragments || lead.words < 5 || words > 80 {
+                end = i + 1;
+            }
+        }
+        if end == i + 1 {
+            out.push(sentences[i].clone());
+            i += 1;
+            continue;
+        }
+        let cjk = lead.text.trim_end().ends_with('：');
+        let (sep, stop) = if cjk { ("；", "。") } else { ("; ", ".") };
+        let mut text = lead.text.trim_end().to_string();
+        for (k, item) in sentences[i + 1..end].iter().enumerate() {
+            text.push_str(if k == 0 { if cjk { "" } else { " " } } else { sep });
+            text.push_str(item_text(&item.text));
+        }
+        text.push_str(stop);
+        let words = word_count(&text);
+        let candidate = readable(&text, words, lower_ok(doc, lead.block, lead.range.start));
+        out.push(Sentence {
+            dangling: dangling_start(&text),
+            items: sentences[i + 1..end].iter().map(|s| (s.block, s.range.clone())).collect(),
+            block: lead.block,
+            range: lead.range.clone(),
+            text,
+            words,
+            candidate,
+        });
+        i = end;
+    }
+    out
+}
+
+/// A list item as [`join_lists`] quotes it: without the punctuation that ends it in the list
+/// (",", ";", "."; ", and", "; or": the separators take their place).
+fn item_text(item: &str) -> &str {
+    const ENDS: [char; 7] = [',', ';', '.', '；', '，', '。', ' '];
+    let t = item.trim().trim_end_matches(ENDS);
+    for conj in [" and", " or"] {
+        if let Some(rest) = t.strip_suffix(conj).filter(|r| r.ends_with([',', ';'])) {
+            return rest.trim_end_matches(ENDS);
+        }
+    }
+    t
 }
 
 /// The largest budget the selection plans for (the knapsack's table is this long).
