@@ -1,8 +1,8 @@
 //! What a summary leaves out of a sentence it quotes: the bracketed citations and
 //! cross-references that point into the document or its bibliography ("(Knaus 2013)", "[15]",
-//! "(see Section 3)", "(Table 1)"), and its bracketed examples ("(e.g., a data frame)"). Out
-//! of context they say nothing, or less than another sentence would for the words they take
-//! from the budget. Everything else in a sentence stays as the document has it; the
+//! "(see Section 3)", "(Table 1)"; "(?)" where the typesetter could not resolve one), and its
+//! bracketed examples ("(e.g., a data frame)"). Out of context they say nothing, or less than
+//! another sentence would for the words they take from the budget. Everything else in a sentence stays as the document has it; the
 //! sentence's anchor still covers the whole of it.
 
 use std::borrow::Cow;
@@ -48,7 +48,8 @@ pub fn summary_text(sentence: &str) -> Cow<'_, str> {
         // Inside another parenthesis ("(as in [3])") a citation is that one's to keep or drop.
         let nested = depth > 0;
         let droppable = !nested
-            && if open == b'[' { numeric_citation(inner) && !names_it(before) } else { author_year(inner) || pointer_or_example(inner) };
+            && (unresolved(inner)
+                || if open == b'[' { numeric_citation(inner) && !names_it(before) } else { author_year(inner) || pointer_or_example(inner) });
         // A group glued to a word ("f(x)", "x[1]") is part of it.
         let glued = before.chars().next_back().is_some_and(|c| !c.is_whitespace());
         if droppable && !glued {
@@ -77,6 +78,12 @@ pub fn summary_text(sentence: &str) -> Cow<'_, str> {
         return Cow::Borrowed(sentence);
     }
     Cow::Owned(out)
+}
+
+/// "", "?", "??", "?, ?": a citation or a reference that the typesetter could not resolve (it
+/// prints question marks), or one whose text did not survive into the page's text.
+fn unresolved(inner: &str) -> bool {
+    inner.chars().all(|c| matches!(c, '?' | ',' | ';') || c.is_whitespace())
 }
 
 /// "15", "3, 7", "3-5", "12–14, 20": the numbers of a numbered bibliography.
@@ -133,7 +140,7 @@ fn pointer_or_example(inner: &str) -> bool {
             w,
             "section" | "sections" | "sec" | "secs" | "chapter" | "chapters" | "chap" | "table" | "tables" | "tab"
                 | "figure" | "figures" | "fig" | "figs" | "appendix" | "appendices" | "page" | "pages" | "p" | "pp"
-                | "listing" | "equation" | "eq" | "eqs" | "below" | "above" | "later" | "footnote" | "§"
+                | "listing" | "equation" | "equations" | "eq" | "eqs" | "below" | "above" | "later" | "footnote" | "§"
         ) || w.starts_with('§')
     };
     let numbered = |k: usize| words.get(k + 1).is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit() || c.is_uppercase()));
@@ -160,6 +167,9 @@ mod tests {
             ("The commands are listed later (see below).", "The commands are listed later."),
             ("Any table (e.g., a data frame or a matrix) is read.", "Any table is read."),
             ("Graphs are drawn by a spring model (e.g. [3]) in the plane.", "Graphs are drawn by a spring model in the plane."),
+            ("The library is a C++ template library (?) with bindings (??).", "The library is a C++ template library with bindings."),
+            ("Messages are serialized [?] and sent () to the server.", "Messages are serialized and sent to the server."),
+            ("The model (Equations 2, 3, and 4) has three parts.", "The model has three parts."),
         ];
         for (input, want) in cases {
             assert_eq!(summary_text(input), want, "{input}");
@@ -187,6 +197,7 @@ mod tests {
             "Smith (2005) drew the first such graphs.",
             "The output (current version is 2.31) is stable.",
             "Use x[1] for the first element.",
+            "Call f() with no arguments (or with one)?",
             "Graphs are drawn by a spring model (as in [3]) in the plane.",
             "(see below)",
         ] {
