@@ -1037,6 +1037,18 @@ mod tests {
     }
 
     #[test]
+    fn a_list_item_leaves_its_list_punctuation() {
+        assert_eq!(item_text("spacing of fractions, roots and symbols,"), "spacing of fractions, roots and symbols");
+        assert_eq!(item_text("alternative versions of fractions, and"), "alternative versions of fractions");
+        assert_eq!(item_text("a table; or"), "a table");
+        assert_eq!(item_text("math symbols within bold text."), "math symbols within bold text");
+        assert_eq!(item_text("输入文件；"), "输入文件");
+        // A last word that is no separator stays.
+        assert_eq!(item_text("black and"), "black and");
+        assert_eq!(item_text("rock, paper, scissors"), "rock, paper, scissors");
+    }
+
+    #[test]
     fn chinese_cues_are_words() {
         assert!(cjk_cue("本文介绍推荐系统。"));
         assert!(cjk_cue("在本文中，我们讨论它。"));
