@@ -857,7 +857,10 @@ fn readable(text: &str, words: usize, lower_ok: bool) -> bool {
     // Not a lead-in to what follows ("... is shown below.", "as follows."), and not the tail
     // of a sentence that began before the text given ("(SVM), so ...").
     let last_word = end.trim_end_matches(['.', '!', '?', '。', '！', '？', '…']).rsplit(char::is_whitespace).next().unwrap_or("").to_lowercase();
-    let lead_in = matches!(last_word.as_str(), "below" | "follows" | "following" | "here") || cjk_lead_in(text);
+    // A colon before the final stop ("... as if it were an article:.") introduced a display
+    // that the text no longer holds.
+    let colon = end.trim_end_matches(['.', '!', '?', '。', '！', '？', '…']).trim_end().ends_with([':', '：']);
+    let lead_in = matches!(last_word.as_str(), "below" | "follows" | "following" | "here") || colon || cjk_lead_in(text);
     let tail = first == '(' && !text.trim_end().trim_end_matches(['.', '!', '?']).ends_with(')');
     // An aside of several sentences in brackets stands for nothing by itself.
     let aside = PARENTHESES.contains(&first) && holds_sentences(text);
@@ -1034,6 +1037,14 @@ mod tests {
         assert!(balanced("他说（见第 3 节）。"));
         assert!(!balanced("以使用 \\noalign 命令。）"));
         assert!(!balanced("系统使用”noatime” 挂载。"));
+    }
+
+    #[test]
+    fn a_lead_in_whose_display_is_gone_is_no_candidate() {
+        let cut = "Example with a journal, volume and pages as if it were an article:.";
+        assert!(!readable(cut, word_count(cut), false));
+        let whole = "Example with a journal, volume and pages as if it were an article.";
+        assert!(readable(whole, word_count(whole), false));
     }
 
     #[test]
