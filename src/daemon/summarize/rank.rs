@@ -712,57 +712,68 @@ const MAX_ITEM_WORDS: usize = 16;
 /// states something: not "Examples include:"), and only when the whole list (two to
 /// [`MAX_LIST_ITEMS`] items, each one short fragment) fits in one sentence.
 fn join_lists(doc: &Document, sentences: Vec<Sentence>) -> Vec<Sentence> {
-    let last_of_block = |i: usize| sentences.get(i + 1).is_none_or(|n| n.block != sentences[i].block);
+    // Lists never overlap: a lead-in is prose, an item a list item.
+    let joins: Vec<(usize, usize)> = (0..sentences.len()).filter_map(|i| list_end(doc, &sentences, i).map(|end| (i, end))).collect();
+    if joins.is_empty() {
+        return sentences;
+    }
     let mut out: Vec<Sentence> = Vec::with_capacity(sentences.len());
-    let mut i = 0;
-    while i < sentences.len() {
-        let lead = &sentences[i];
-        let mut end = i + 1;
-        if last_of_block(i) && doc.blocks[lead.block].kind == BlockKind::Prose && lead.text.trim_end().ends_with([':', '：']) {
-            // The run of list items right after it, each one sentence.
-            while end < sentences.len()
-                && sentences[end].block == lead.block + (end - i)
-                && doc.blocks[sentences[end].block].kind == BlockKind::ListItem
-                && last_of_block(end)
-            {
-                end += 1;
+    let mut joins = joins.into_iter().peekable();
+    let mut rest = sentences.into_iter().enumerate();
+    while let Some((i, s)) = rest.next() {
+        match joins.next_if(|&(lead, _)| lead == i) {
+            Some((_, end)) => {
+                let items: Vec<Sentence> = rest.by_ref().take(end - i - 1).map(|(_, s)| s).collect();
+                out.push(joined(doc, s, &items));
             }
-            let items = &sentences[i + 1..end];
-            let after = sentences.get(end).map(|n| n.block);
-            let whole = after.is_none_or(|b| b != lead.block + (end - i) || doc.blocks[b].kind != BlockKind::ListItem);
-            let words = lead.words + items.iter().map(|s| s.words).sum::<usize>();
-            let fragments = items.iter().all(|s| !s.candidate && s.words <= MAX_ITEM_WORDS);
-            if !(2..=MAX_LIST_ITEMS).contains(&items.len()) || !whole || !fragments || lead.words < 5 || words > 80 {
-                end = i + 1;
-            }
+            None => out.push(s),
         }
-        if end == i + 1 {
-            out.push(sentences[i].clone());
-            i += 1;
-            continue;
-        }
-        let cjk = lead.text.trim_end().ends_with('：');
-        let (sep, stop) = if cjk { ("；", "。") } else { ("; ", ".") };
-        let mut text = lead.text.trim_end().to_string();
-        for (k, item) in sentences[i + 1..end].iter().enumerate() {
-            text.push_str(if k == 0 { if cjk { "" } else { " " } } else { sep });
-            text.push_str(item_text(&item.text));
-        }
-        text.push_str(stop);
-        let words = word_count(&text);
-        let candidate = readable(&text, words, lower_ok(doc, lead.block, lead.range.start));
-        out.push(Sentence {
-            dangling: dangling_start(&text),
-            items: sentences[i + 1..end].iter().map(|s| (s.block, s.range.clone())).collect(),
-            block: lead.block,
-            range: lead.range.clone(),
-            text,
-            words,
-            candidate,
-        });
-        i = end;
     }
     out
+}
+
+/// When sentence `i` is a lead-in that [`join_lists`] joins with the list after it, the end
+/// (exclusive) of that list's sentences.
+fn list_end(doc: &Document, sentences: &[Sentence], i: usize) -> Option<usize> {
+    let last_of_block = |k: usize| sentences.get(k + 1).is_none_or(|n| n.block != sentences[k].block);
+    let lead = &sentences[i];
+    if !last_of_block(i) || doc.blocks[lead.block].kind != BlockKind::Prose || !lead.text.trim_end().ends_with([':', '：']) || lead.words < 5 {
+        return None;
+    }
+    // The k-th sentence after the lead-in is an item when it is all of the k-th block after it.
+    let item = |k: usize| sentences.get(k).is_some_and(|s| s.block == lead.block + (k - i) && doc.blocks[s.block].kind == BlockKind::ListItem && last_of_block(k));
+    let mut end = i + 1;
+    while item(end) {
+        end += 1;
+    }
+    // The whole list: the block after the last item is not an item of more sentences.
+    let whole = sentences.get(end).is_none_or(|n| n.block != lead.block + (end - i) || doc.blocks[n.block].kind != BlockKind::ListItem);
+    let items = &sentences[i + 1..end];
+    let fragments = items.iter().all(|s| !s.candidate && s.words <= MAX_ITEM_WORDS);
+    let words = lead.words + items.iter().map(|s| s.words).sum::<usize>();
+    ((2..=MAX_LIST_ITEMS).contains(&items.len()) && whole && fragments && words <= 80).then_some(end)
+}
+
+/// The sentence a lead-in and its list `items` make ([`join_lists`]).
+fn joined(doc: &Document, lead: Sentence, items: &[Sentence]) -> Sentence {
+    let cjk = lead.text.trim_end().ends_with('：');
+    let (first, sep, stop) = if cjk { ("", "；", "。") } else { (" ", "; ", ".") };
+    let mut text = lead.text.trim_end().to_string();
+    for (k, item) in items.iter().enumerate() {
+        text.push_str(if k == 0 { first } else { sep });
+        text.push_str(item_text(&item.text));
+    }
+    text.push_str(stop);
+    let words = word_count(&text);
+    Sentence {
+        candidate: readable(&text, words, lower_ok(doc, lead.block, lead.range.start)),
+        dangling: dangling_start(&text),
+        items: items.iter().map(|s| (s.block, s.range.clone())).collect(),
+        block: lead.block,
+        range: lead.range,
+        text,
+        words,
+    }
 }
 
 /// A list item as [`join_lists`] quotes it: without the punctuation that ends it in the list
