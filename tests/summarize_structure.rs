@@ -438,3 +438,19 @@ async fn a_lead_in_and_its_fragments_are_one_sentence() {
     assert!(flat.starts_with("At present the package") && flat.ends_with("math symbols within bold text."), "{flat:?}");
     assert_eq!(a.boxes.len(), 4, "one box per line: {:?}", a.boxes);
 }
+
+/// A paragraph that cites a work by author and year is prose, however many commas it has; an
+/// entry that opens with its authors and the year is a reference, even with no heading above.
+#[test]
+fn a_paragraph_that_cites_is_no_reference_entry() {
+    let page = vec![
+        ("R", 10.0, 72.0, 706.0, "Hence, as recommended by Overstall and Forster \\(2010\\), the package divides each"),
+        ("R", 10.0, 72.0, 694.0, "chain into two halves, using the first half for fitting the proposal, and the second"),
+        ("R", 10.0, 72.0, 682.0, "half for the estimate, which keeps the two steps apart."),
+        ("R", 10.0, 72.0, 650.0, "Chang C, Lin C \\(2001\\). LIBSVM: a library for support vector machines, software, and data."),
+    ];
+    let doc = read(&article(&[page]));
+    let show = || listing(&doc);
+    assert_eq!(kind_of(&doc, "as recommended by"), BlockKind::Prose, "{}", show());
+    assert_eq!(kind_of(&doc, "LIBSVM"), BlockKind::Reference, "{}", show());
+}

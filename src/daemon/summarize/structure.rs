@@ -383,12 +383,51 @@ fn caption_start(t: &str) -> bool {
     matches!(chars.next(), Some('图' | '表')) && chars.next().is_some_and(|c| c.is_ascii_digit())
 }
 
-/// Reference-list entries by their text: "Author A, Author B (2001)." / "[12] ..." / "1. Name,".
+/// Reference-list entries by their text: "[12] ..." or "Author A, Author B (2001). Title ...":
+/// an entry opens with its authors' names and the year, which a stop or a comma closes. A
+/// paragraph that cites a work ("as recommended by Overstall and Forster (2010), the
+/// package ...", "Alfons and Templ (2013) describe ...") is prose.
 fn reference_like(t: &str) -> bool {
     let s = t.trim_start();
     let bracket = s.starts_with('[') && s[1..].split(']').next().is_some_and(|n| !n.is_empty() && n.len() <= 4 && n.chars().all(|c| c.is_ascii_alphanumeric()));
-    let year = s.char_indices().any(|(i, c)| c == '(' && s[i + 1..].chars().take(4).all(|d| d.is_ascii_digit()) && s[i + 1..].len() >= 5 && s.as_bytes().get(i + 5) == Some(&b')'));
-    bracket || (year && s.split(',').count() >= 2)
+    bracket || names_then_year(s)
+}
+
+/// The longest list of authors before an entry's year, in words and in bytes (which also
+/// bounds the scan of a text of brackets).
+const MAX_AUTHOR_WORDS: usize = 24;
+const MAX_AUTHOR_BYTES: usize = 400;
+
+/// Whether `s` opens with names ("Meyer, D., Zeileis, A., and Hornik, K.", "Chang C, Lin C":
+/// capitalized words, initials or commas among them)
+/// and then a year in brackets closed by a stop, a comma, a colon or a semicolon ("(2006).").
+fn names_then_year(s: &str) -> bool {
+    for (at, _) in s.match_indices('(') {
+        let before = &s[..at];
+        if at > MAX_AUTHOR_BYTES || before.split_whitespace().count() > MAX_AUTHOR_WORDS {
+            return false;
+        }
+        let inner = &s[at + 1..];
+        let digits = inner.bytes().take_while(u8::is_ascii_digit).count();
+        let rest = inner[digits..].trim_start_matches(|c: char| c.is_ascii_lowercase());
+        // Another bracket before the year ("(eds.)") is part of the names.
+        let Some(after) = rest.strip_prefix(')').filter(|_| digits == 4) else { continue };
+        let names = before.split_whitespace().all(|w| {
+            let w = w.trim_matches(|c: char| matches!(c, ',' | '.' | ';' | '(' | ')'));
+            w.starts_with(|c: char| c.is_uppercase())
+                || matches!(w, "" | "and" | "&" | "et" | "al" | "eds" | "ed" | "von" | "van" | "der" | "den" | "de" | "di" | "da" | "du" | "le" | "la")
+        });
+        // An entry's names have initials or commas ("Chang C, Lin C"); a sentence's opening
+        // before a citation has neither ("Following Segers and Vandewalle (2004), ...").
+        let initial = before.split_whitespace().any(|w| {
+            let w = w.trim_end_matches([',', ';']);
+            let letters: Vec<char> = w.chars().filter(|c| c.is_alphabetic()).collect();
+            (1..=3).contains(&letters.len()) && letters.iter().all(|c| c.is_uppercase()) && w.chars().all(|c| c.is_alphabetic() || matches!(c, '.' | '-'))
+        });
+        let closed = after.trim_start().chars().next().is_none_or(|c| matches!(c, '.' | ',' | ':' | ';'));
+        return !before.trim().is_empty() && names && (initial || before.contains(',')) && closed;
+    }
+    false
 }
 
 /// Contents entries: a title, a leader or gap, and a page number at the end.
@@ -746,5 +785,15 @@ mod tests {
         assert!(!caption_start("Figures show that"));
         assert!(reference_like("Chang C, Lin C (2001). LIBSVM: a library for support vector machines."));
         assert!(reference_like("[12] A. Smith, B. Jones. A title. Journal, 2001."));
+        assert!(reference_like("Meyer, D., Zeileis, A., and Hornik, K. (2006). The strucplot framework. Journal, 17(3), 1-48."));
+        assert!(reference_like("Smith J (ed.) (2001a), A handbook of graphs, Springer, Berlin."));
+        // Prose that cites a work.
+        assert!(!reference_like("Hence, as recommended by Overstall and Forster (2010), the package divides each chain into halves, one for fitting, one for the estimate."));
+        assert!(!reference_like("Following Segers and Vandewalle (2004), a sensible choice for the threshold, the level, and the rest is made."));
+        assert!(!reference_like("Alfons and Templ (2013) describe the package, its data sets, and its functions."));
+        // A text of brackets is read in bounded time.
+        assert!(!reference_like(&"((((".repeat(100_000)));
+        assert!(!reference_like(&"Name (a) ".repeat(50_000)));
+        assert!(!reference_like("Morover, a general introduction to package laeken is published as Alfons and Templ (2013). Throughout the paper, the data are used."));
     }
 }
