@@ -398,9 +398,9 @@ fn reference_like(t: &str) -> bool {
 const MAX_AUTHOR_WORDS: usize = 24;
 const MAX_AUTHOR_BYTES: usize = 400;
 
-/// Whether `s` opens with names ("Meyer, D., Zeileis, A., and Hornik, K.", "Chang C, Lin C":
-/// capitalized words, initials or commas among them)
-/// and then a year in brackets closed by a stop, a comma, a colon or a semicolon ("(2006).").
+/// Whether `s` opens with names ("Meyer, D., Zeileis, A., and Hornik, K.", "Chang C, Lin C",
+/// "张三，李四": capitalized or uncased words, initials or commas among them) and then a year
+/// in brackets closed by a stop, a comma, a colon or a semicolon ("(2006).").
 fn names_then_year(s: &str) -> bool {
     for (at, _) in s.match_indices('(') {
         let before = &s[..at];
@@ -414,7 +414,8 @@ fn names_then_year(s: &str) -> bool {
         let Some(after) = rest.strip_prefix(')').filter(|_| digits == 4) else { continue };
         let names = before.split_whitespace().all(|w| {
             let w = w.trim_matches(|c: char| matches!(c, ',' | '.' | ';' | '(' | ')'));
-            w.starts_with(|c: char| c.is_uppercase())
+            // Capitalized, or in a script without case (CJK names).
+            w.starts_with(|c: char| c.is_alphabetic() && !c.is_lowercase())
                 || matches!(w, "" | "and" | "&" | "et" | "al" | "eds" | "ed" | "von" | "van" | "der" | "den" | "de" | "di" | "da" | "du" | "le" | "la")
         });
         // An entry's names have initials or commas ("Chang C, Lin C"); a sentence's opening
@@ -424,8 +425,8 @@ fn names_then_year(s: &str) -> bool {
             let letters: Vec<char> = w.chars().filter(|c| c.is_alphabetic()).collect();
             (1..=3).contains(&letters.len()) && letters.iter().all(|c| c.is_uppercase()) && w.chars().all(|c| c.is_alphabetic() || matches!(c, '.' | '-'))
         });
-        let closed = after.trim_start().chars().next().is_none_or(|c| matches!(c, '.' | ',' | ':' | ';'));
-        return !before.trim().is_empty() && names && (initial || before.contains(',')) && closed;
+        let closed = after.trim_start().chars().next().is_none_or(|c| matches!(c, '.' | ',' | ':' | ';' | '。' | '，' | '：' | '；'));
+        return !before.trim().is_empty() && names && (initial || before.contains([',', '，'])) && closed;
     }
     false
 }
@@ -787,6 +788,7 @@ mod tests {
         assert!(reference_like("[12] A. Smith, B. Jones. A title. Journal, 2001."));
         assert!(reference_like("Meyer, D., Zeileis, A., and Hornik, K. (2006). The strucplot framework. Journal, 17(3), 1-48."));
         assert!(reference_like("Smith J (ed.) (2001a), A handbook of graphs, Springer, Berlin."));
+        assert!(reference_like("张三，李四 (2001). 中文文献的标题. 期刊, 12(3), 1-8."));
         // Prose that cites a work.
         assert!(!reference_like("Hence, as recommended by Overstall and Forster (2010), the package divides each chain into halves, one for fitting, one for the estimate."));
         assert!(!reference_like("Following Segers and Vandewalle (2004), a sensible choice for the threshold, the level, and the rest is made."));
