@@ -80,10 +80,10 @@ pub fn summary_text(sentence: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// "", "?", "??", "?, ?": a citation or a reference that the typesetter could not resolve (it
-/// prints question marks), or one whose text did not survive into the page's text.
+/// "?", "??", "?, ?": a citation or a reference that the typesetter could not resolve (it
+/// prints question marks). Empty brackets stay: "returns [] when" names an empty list.
 fn unresolved(inner: &str) -> bool {
-    inner.chars().all(|c| matches!(c, '?' | ',' | ';') || c.is_whitespace())
+    inner.contains('?') && inner.chars().all(|c| matches!(c, '?' | ',' | ';') || c.is_whitespace())
 }
 
 /// "15", "3, 7", "3-5", "12–14, 20": the numbers of a numbered bibliography.
@@ -168,7 +168,7 @@ mod tests {
             ("Any table (e.g., a data frame or a matrix) is read.", "Any table is read."),
             ("Graphs are drawn by a spring model (e.g. [3]) in the plane.", "Graphs are drawn by a spring model in the plane."),
             ("The library is a C++ template library (?) with bindings (??).", "The library is a C++ template library with bindings."),
-            ("Messages are serialized [?] and sent () to the server.", "Messages are serialized and sent to the server."),
+            ("Messages are serialized [?] and sent to the server.", "Messages are serialized and sent to the server."),
             ("The model (Equations 2, 3, and 4) has three parts.", "The model has three parts."),
         ];
         for (input, want) in cases {
@@ -198,6 +198,7 @@ mod tests {
             "The output (current version is 2.31) is stable.",
             "Use x[1] for the first element.",
             "Call f() with no arguments (or with one)?",
+            "The function returns [] when nothing matches, and () is the empty tuple.",
             "Graphs are drawn by a spring model (as in [3]) in the plane.",
             "(see below)",
         ] {
