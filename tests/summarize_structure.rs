@@ -405,7 +405,8 @@ fn a_list_item_goes_on_across_a_page_break() {
 
 /// A sentence that introduces a list, and list items that are no sentences of their own,
 /// read as one sentence (the items after the lead-in, separated by semicolons), anchored on
-/// every line of it; a list of whole sentences keeps its sentences.
+/// every line of it, and a sentence that points back at the list may follow it; a list of
+/// whole sentences keeps its sentences.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lead_in_and_its_fragments_are_one_sentence() {
     let page = vec![
@@ -413,6 +414,7 @@ async fn a_lead_in_and_its_fragments_are_one_sentence() {
         ("R", 10.0, 80.0, 694.0, "1.      spacing of fractions, roots and symbols,"),
         ("R", 10.0, 80.0, 682.0, "2.      alternative versions of fractions, and"),
         ("R", 10.0, 80.0, 670.0, "3.      math symbols within bold text."),
+        ("R", 10.0, 72.0, 652.0, "These matters are all set by the options of the package in the preamble."),
         ("R", 10.0, 72.0, 640.0, "Two options change what the package does, and each has a default value:"),
         ("R", 10.0, 80.0, 628.0, "1.      The first option sets the spacing of every fraction in the document."),
         ("R", 10.0, 80.0, 616.0, "2.      The second option chooses the form of the capital Greek letters."),
@@ -432,6 +434,9 @@ async fn a_lead_in_and_its_fragments_are_one_sentence() {
     let pipeline = Pipeline::new(None, None, PipelineSettings::default());
     let opts = SummaryOptions { max_words: Some(200), ..Default::default() };
     let s = pipeline.summarize(Input::Pdf { bytes, permit: None }, &opts, &mut Ignore, &Cancel::new()).await.unwrap();
+    // A sentence that points back at the list may follow it.
+    let after = "These matters are all set by the options of the package in the preamble.";
+    assert!(s.text.contains(&format!("{joined} {after}")) || s.text.contains(&format!("{joined}\n{after}")), "{}", s.text);
     let a = s.sentences.iter().find(|a| a.text == joined).unwrap_or_else(|| panic!("{:#?}", s.sentences));
     let on_page: String = pages[0].text.chars().skip(a.start as usize).take((a.end - a.start) as usize).collect();
     let flat = on_page.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -505,12 +505,15 @@ impl Ranker {
     }
 
     /// The sentence a dangling sentence `i` points back to: the one before it, in its block or,
-    /// when `i` opens a paragraph, at the end of the paragraph just before (nothing between
-    /// them: no heading, listing or figure).
+    /// when `i` opens a paragraph, at the end of the paragraph (or the list) just before
+    /// (nothing between them: no heading, listing or figure).
     fn antecedent(&self, i: usize) -> Option<usize> {
         let p = i.checked_sub(1)?;
-        let (b, bp) = (self.sentences[i].block, self.sentences[p].block);
-        (bp == b || bp + 1 == b).then_some(p)
+        let before = &self.sentences[p];
+        // A lead-in read with its list ends with the list's last item.
+        let bp = before.items.last().map_or(before.block, |(b, _)| *b);
+        let b = self.sentences[i].block;
+        (before.block == b || bp + 1 == b).then_some(p)
     }
 
     /// The summary's sentences within `max_words` ([`Ranker::select`] over all candidates);
