@@ -459,3 +459,21 @@ fn a_paragraph_that_cites_is_no_reference_entry() {
     assert_eq!(kind_of(&doc, "as recommended by"), BlockKind::Prose, "{}", show());
     assert_eq!(kind_of(&doc, "LIBSVM"), BlockKind::Reference, "{}", show());
 }
+
+/// A heading in the body's size but bold, over two lines, and a paragraph that opens with
+/// "A ...": the capital is the paragraph's article, no numbering, and the heading stays apart.
+#[test]
+fn a_paragraph_that_opens_with_a_is_no_heading() {
+    let page = vec![
+        ("B", 10.0, 72.0, 706.0, "2 An overview of current level"),
+        ("B", 10.0, 72.0, 694.0, "metering practice"),
+        ("R", 10.0, 72.0, 682.0, "A number of quite different audio level measuring"),
+        ("R", 10.0, 72.0, 670.0, "methods are being used today, and most of them do not measure loudness."),
+    ];
+    let doc = read(&article(&[page]));
+    let show = || listing(&doc);
+    assert!(matches!(kind_of(&doc, "metering practice"), BlockKind::Heading(_)), "{}", show());
+    let para = block_of(&doc, "A number of");
+    assert_eq!(para.kind, BlockKind::Prose, "{}", show());
+    assert!(para.text.starts_with("A number of quite different"), "{}", show());
+}

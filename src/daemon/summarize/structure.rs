@@ -477,7 +477,7 @@ fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
                     || (a.size - b.size).abs() > 0.12
                     || caption_start(&l.text)
                     || (b.bullet && doc.lines[p].layout.is_some())
-                    || (is_heading_line(&feats[p], &doc.lines[p].text) && !is_heading_line(b, &l.text) && !item_goes_on(a, &l.text))
+                    || (is_heading_line(&feats[p], &doc.lines[p].text) && !(is_heading_line(b, &l.text) && !bare_numbered(b, &l.text)) && !item_goes_on(a, &l.text))
             }
         };
         if new {
@@ -597,6 +597,15 @@ fn median_size(feats: &[Features], lines: &[usize]) -> f32 {
     let mut sizes: Vec<f32> = lines.iter().map(|&l| feats[l].size).collect();
     sizes.sort_by(f32::total_cmp);
     sizes.get(sizes.len() / 2).copied().unwrap_or(1.0)
+}
+
+/// A line that reads as a heading only by a bare capital or Roman numeral at its start, set in
+/// the body's face and size: as often a sentence's start ("A number of ...", "I think ...").
+fn bare_numbered(f: &Features, text: &str) -> bool {
+    f.size < 1.12 && f.bold < 0.6 && numbering(text).is_some_and(|(token, _, _)| {
+        let first = text.split_whitespace().next().unwrap_or("");
+        !token.chars().any(|c| c.is_ascii_digit()) && cjk_numbering(text.trim_start()).is_none() && !first.ends_with(['.', ')', ':'])
+    })
 }
 
 /// A numbered line short enough for a heading whose title starts like one (a capital or a CJK
