@@ -883,11 +883,20 @@ fn readable(text: &str, words: usize, lower_ok: bool) -> bool {
         && !lead_in
         && !tail
         && !aside
-        && (first.is_uppercase() || is_cjk(first) || first.is_ascii_digit() || "\"“‘(".contains(first) || (lower_ok && first.is_lowercase()))
+        && (first.is_uppercase() || is_cjk(first) || first.is_ascii_digit() || "\"“‘(".contains(first) || (lower_ok && first.is_lowercase() && !labelled(text)))
         && prose_share(text) >= 0.85
         // Brackets balanced, asked of CJK sentences only: Latin text writes "a)" and "1)"
         // enumerations; its curly double quotes pair up.
         && (if cjk { balanced(text) } else { double_quotes_paired(text) })
+}
+
+/// A sentence that opens in lowercase with a term set before its description, as in a
+/// description list ("euler-digits Take numerals ...", "doc: Formats the document ..."): the
+/// term is the item's label, not the subject of a sentence.
+fn labelled(text: &str) -> bool {
+    let mut words = text.split_whitespace();
+    let (Some(label), Some(next)) = (words.next(), words.next()) else { return false };
+    label.ends_with(':') || (next.starts_with(char::is_uppercase) && next != "I")
 }
 
 /// A CJK sentence that introduces what follows it: a command, a list, a listing ("通过下列命令
@@ -1059,6 +1068,17 @@ mod tests {
         assert!(!readable(cut, word_count(cut), false));
         let whole = "Example with a journal, volume and pages as if it were an article.";
         assert!(readable(whole, word_count(whole), false));
+    }
+
+    #[test]
+    fn a_description_list_label_starts_no_sentence() {
+        for labelled in ["euler-digits Take numerals, comma and period from Euler Roman in math mode.", "doc: Formats the document as a typical document, one-sided."] {
+            assert!(!readable(labelled, word_count(labelled), true), "{labelled}");
+        }
+        // A command or a program that is the sentence's subject.
+        for subject in ["dbconfig-common is a common framework for packaging database applications.", "latex2man preprocesses the input to allow text to be used conditionally."] {
+            assert!(readable(subject, word_count(subject), true), "{subject}");
+        }
     }
 
     #[test]
