@@ -477,3 +477,32 @@ fn a_paragraph_that_opens_with_a_is_no_heading() {
     assert_eq!(para.kind, BlockKind::Prose, "{}", show());
     assert!(para.text.starts_with("A number of quite different"), "{}", show());
 }
+
+/// A face whose descriptor says fixed pitch (/Flags 33, as some producers write for every font
+/// they embed), with `widths` for codes 32 to 126.
+fn flagged_fixed(pdf: &mut builder::Pdf, name: &str, widths: impl Fn(u32) -> u32) -> u32 {
+    let fd = pdf.add(format!("<< /Type /FontDescriptor /FontName /{name} /Flags 33 /FontBBox [0 -200 1000 900] /ItalicAngle 0 /Ascent 900 /Descent -200 /CapHeight 700 /StemV 80 >>"));
+    let ws: Vec<String> = (32..127).map(|c| widths(c).to_string()).collect();
+    pdf.add(format!(
+        "<< /Type /Font /Subtype /TrueType /BaseFont /{name} /FirstChar 32 /LastChar 126 /Widths [{}] /FontDescriptor {fd} 0 R /Encoding /WinAnsiEncoding >>",
+        ws.join(" ")
+    ))
+}
+
+#[test]
+fn a_fixed_pitch_flag_on_a_proportional_face_is_no_code() {
+    let mut pdf = builder::Pdf::new();
+    let t = flagged_fixed(&mut pdf, "Trebuchet", |c| 280 + (c * 37) % 320);
+    let m = flagged_fixed(&mut pdf, "Letter", |_| 600);
+    let resources = format!("<< /Font << /T {t} 0 R /M {m} 0 R >> >>");
+    let page = vec![
+        ("T", 10.0, 72.0, 706.0, "The method configures operations performed using the specified handle, not all"),
+        ("T", 10.0, 72.0, 694.0, "operations performed on the underlying database, and returns 0 on success."),
+        ("M", 10.0, 72.0, 670.0, "int DB->set_flags\\(DB *db, u_int32_t flags\\);"),
+    ];
+    let bytes = builder::doc_with_pages(&mut pdf, &[(content(&page), resources)]);
+    let doc = read(&bytes);
+    let show = || listing(&doc);
+    assert_eq!(kind_of(&doc, "The method configures"), BlockKind::Prose, "{}", show());
+    assert_eq!(kind_of(&doc, "set_flags"), BlockKind::Code, "{}", show());
+}

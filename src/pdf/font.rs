@@ -61,6 +61,28 @@ pub mod style {
     pub const ITALIC: u8 = 8;
 }
 
+/// A descriptor's /Flags less the fixed-pitch bit where the font's own widths (`given`, in
+/// glyph units) say otherwise: some producers set the bit on every font they embed, and a
+/// document's running text would then read as code. Proportional widths take at least four
+/// values, the commonest on under three in five glyphs; a CJK face's half- and full-width
+/// glyphs (two values) stay fixed-pitch.
+fn trusted_flags(flags: i64, given: &[f32]) -> i64 {
+    const FIXED_PITCH: i64 = 1;
+    let mut widths: Vec<i64> = given.iter().filter(|w| w.is_finite() && **w > 0.0).map(|w| w.round() as i64).collect();
+    widths.sort_unstable();
+    let (mut distinct, mut commonest, mut run) = (0usize, 0usize, 0usize);
+    for (i, w) in widths.iter().enumerate() {
+        if i == 0 || widths[i - 1] != *w {
+            distinct += 1;
+            run = 0;
+        }
+        run += 1;
+        commonest = commonest.max(run);
+    }
+    let proportional = widths.len() >= 8 && distinct >= 4 && commonest * 5 < widths.len() * 3;
+    if proportional { flags & !FIXED_PITCH } else { flags }
+}
+
 /// The style bits of a font from its /BaseFont name (subset prefix removed) and its
 /// descriptor's /Flags. Names are matched the way typesetters name their faces, not by
 /// document: TeX's Computer Modern and Latin Modern families (cmtt, cmmi, cmsy, cmbx, ...),
@@ -340,6 +362,7 @@ fn load_simple(doc: &Document, dict: &Dictionary, budget: &mut DecodeBudget, typ
     let wscale = if type3 { fm[0] as f32 } else { 0.001 };
     let missing = descriptor.and_then(|d| get_num(doc, d, b"MissingWidth")).unwrap_or(0.0) as f32;
     let mut widths: Vec<f32> = vec![f32::NAN; 256];
+    let mut given = Vec::new();
     if let Some(ws) = get_array(doc, dict, b"Widths") {
         let first = get_num(doc, dict, b"FirstChar").unwrap_or(0.0);
         if (0.0..256.0).contains(&first) {
@@ -347,6 +370,7 @@ fn load_simple(doc: &Document, dict: &Dictionary, budget: &mut DecodeBudget, typ
                 let code = first as usize + i;
                 if let (Some(slot), Some(w)) = (widths.get_mut(code), num_deref(doc, w)) {
                     *slot = w as f32 * wscale;
+                    given.push(w as f32);
                 }
             }
         }
@@ -382,7 +406,7 @@ fn load_simple(doc: &Document, dict: &Dictionary, budget: &mut DecodeBudget, typ
         cid_to_gid: None,
         gid_unicode: Vec::new(),
         em_scale,
-        style: style_of(base_font, flags),
+        style: style_of(base_font, trusted_flags(flags, &given)),
     })
 }
 
@@ -458,11 +482,6 @@ fn load_type0(doc: &Document, dict: &Dictionary, budget: &mut DecodeBudget) -> R
     let descendant = get_array(doc, dict, b"DescendantFonts").and_then(|a| a.first()).and_then(|o| dict_of(doc, o));
     let empty = Dictionary::new();
     let cid_font = descendant.unwrap_or(&empty);
-    let style = {
-        let name = get_name(doc, dict, b"BaseFont").or_else(|| get_name(doc, cid_font, b"BaseFont")).map(strip_subset);
-        let flags = get_dict(doc, cid_font, b"FontDescriptor").and_then(|d| get_num(doc, d, b"Flags")).unwrap_or(0.0) as i64;
-        style_of(name.unwrap_or(b""), flags)
-    };
 
     let mut collection = None;
     if let Some(info) = get_dict(doc, cid_font, b"CIDSystemInfo") {
@@ -484,6 +503,12 @@ fn load_type0(doc: &Document, dict: &Dictionary, budget: &mut DecodeBudget) -> R
         parse_w(doc, w, 1, &mut cid_widths);
     }
     cid_widths.sort_by_key(|e| e.0);
+    let style = {
+        let name = get_name(doc, dict, b"BaseFont").or_else(|| get_name(doc, cid_font, b"BaseFont")).map(strip_subset);
+        let flags = get_dict(doc, cid_font, b"FontDescriptor").and_then(|d| get_num(doc, d, b"Flags")).unwrap_or(0.0) as i64;
+        let given: Vec<f32> = cid_widths.iter().map(|e| e.2 * 1000.0).collect();
+        style_of(name.unwrap_or(b""), trusted_flags(flags, &given))
+    };
     let vertical = cmap.wmode == 1;
     let mut dw1y = -1.0f32;
     let mut cid_w1y = Vec::new();
@@ -565,5 +590,24 @@ fn parse_w(doc: &Document, w: &[Object], group: usize, out: &mut Vec<(u32, u32, 
             }
             None => break,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trusted_flags;
+
+    #[test]
+    fn the_fixed_pitch_flag_yields_to_proportional_widths() {
+        // Trebuchet MS's widths under a descriptor that says fixed pitch (/Flags 33).
+        let trebuchet = [500.0, 367.0, 301.0, 367.0, 580.0, 546.0, 285.0, 404.0, 557.0, 536.0, 495.0, 546.0, 830.0, 524.0, 524.0, 524.0];
+        assert_eq!(trusted_flags(33, &trebuchet), 32);
+        // A typewriter face's widths, and a CJK face's half and full widths, keep the bit.
+        assert_eq!(trusted_flags(33, &[600.0; 40]), 33);
+        let cjk: Vec<f32> = (0..40).map(|i| if i % 3 == 0 { 500.0 } else { 1000.0 }).collect();
+        assert_eq!(trusted_flags(33, &cjk), 33);
+        // Too few widths to tell (or none): the descriptor is taken at its word.
+        assert_eq!(trusted_flags(33, &[500.0, 367.0, 301.0]), 33);
+        assert_eq!(trusted_flags(33, &[]), 33);
     }
 }
