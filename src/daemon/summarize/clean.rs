@@ -305,18 +305,25 @@ fn line_key(line: &str) -> String {
 /// Keys of edge lines that repeat on at least half of the pages that hold text (and on two or
 /// more), or on at least half of the odd or of the even pages (and on three or more of them):
 /// books and journals set the title over one side and the authors over the other, and a
-/// figure at a page's top can push the header out of the edge lines now and then.
+/// figure at a page's top can push the header out of the edge lines now and then. A book's
+/// header that names its chapter ("Chapter 1: Introduction") repeats over the chapter only:
+/// an edge line on three or more pages, and on at least half of those from its first to its
+/// last, is one too.
 fn running_lines(pages: &[Vec<&str>]) -> BTreeSet<String> {
     if pages.len() < 2 {
         return BTreeSet::new();
     }
     // Per key: the odd and the even pages (by their place in the input) that hold it.
     let mut counts: BTreeMap<String, [usize; 2]> = BTreeMap::new();
+    // Per key of a chapter's header (a line of words at a page's top): the pages with text
+    // that hold it there, the first and the last by their place among them.
+    let mut chapter: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
     let mut with_text = [0usize; 2];
     for (i, lines) in pages.iter().enumerate() {
         if lines.iter().all(|l| l.trim().is_empty()) {
             continue;
         }
+        let place = with_text[0] + with_text[1];
         with_text[i % 2] += 1;
         let keys: BTreeSet<String> = edge_indices(lines)
             .into_iter()
@@ -326,16 +333,38 @@ fn running_lines(pages: &[Vec<&str>]) -> BTreeSet<String> {
         for k in keys {
             counts.entry(k).or_default()[i % 2] += 1;
         }
+        let tops: BTreeSet<String> = lines
+            .iter()
+            .filter(|l| !l.trim().is_empty())
+            .take(EDGE_LINES)
+            .filter(|l| words_only(l))
+            .map(|l| line_key(l))
+            .filter(|k| k.chars().count() <= MAX_HEADER_CHARS)
+            .collect();
+        for k in tops {
+            let e = chapter.entry(k).or_insert((0, place, place));
+            e.0 += 1;
+            e.2 = place;
+        }
     }
     let n = with_text[0] + with_text[1];
     counts
         .into_iter()
-        .filter(|(_, c)| {
+        .filter(|(k, c)| {
             let all = c[0] + c[1];
-            (all >= 2 && all * 2 >= n) || (0..2).any(|side| c[side] >= 3 && c[side] * 2 >= with_text[side])
+            let in_chapter = chapter.get(k).is_some_and(|&(m, first, last)| m >= 3 && m * 2 >= last - first + 1);
+            (all >= 2 && all * 2 >= n) || (0..2).any(|side| c[side] >= 3 && c[side] * 2 >= with_text[side]) || in_chapter
         })
         .map(|(k, _)| k)
         .collect()
+}
+
+/// A line of words (a page number aside), as a header names a chapter: no code, no formula,
+/// no mere number.
+fn words_only(line: &str) -> bool {
+    let tokens: Vec<&str> = line.split_whitespace().filter(|t| !t.chars().all(|c| c.is_ascii_digit() || c == '.')).collect();
+    let words = tokens.iter().filter(|t| super::structure::is_plain_word(t)).count();
+    !tokens.is_empty() && words * 4 >= tokens.len() * 3
 }
 
 /// Page-number lines: "7", "- 7 -", "Page 7", "page 7 of 12", "7 / 12", "第7页", "vii".
@@ -470,6 +499,25 @@ mod tests {
         assert!(!all.contains("Ann Smith"), "{all}");
         assert_eq!(all.matches("Density-based Clustering").count(), 1, "only the header the figure pushed down stays: {all}");
         assert_eq!(doc.blocks.iter().filter(|b| b.text.starts_with("This page is about")).count(), 8, "{all}");
+    }
+
+    #[test]
+    fn a_header_that_names_its_chapter_goes() {
+        // A manual whose header names the chapter it is in, over each of its pages; a sentence
+        // that a page break cuts goes on under it. The line of code that goes on at the top of
+        // three pages of the first chapter is no header.
+        let mut pages = Vec::new();
+        for (chapter, title) in [(1, "Introduction and preliminaries"), (2, "Simple manipulations"), (3, "Objects and their modes")] {
+            for k in 1..=4 {
+                let page = 4 * (chapter - 1) + k;
+                let code = if chapter == 1 && k > 1 { "x <- c(10.4, 5.6, 3.1)\n\n" } else { "" };
+                pages.push(format!("Chapter {chapter}: {title} {page}\n\n{code}the language does, as page {k} of chapter {chapter} says in its\nown words, and it goes on\n"));
+            }
+        }
+        let doc = read(&pages.iter().map(String::as_str).collect::<Vec<_>>());
+        let all = texts(&doc).join(" | ");
+        assert!(!all.contains("Chapter "), "{all}");
+        assert_eq!(all.matches("x <- c(10.4, 5.6, 3.1)").count(), 3, "{all}");
     }
 
     #[test]
