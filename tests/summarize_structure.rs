@@ -506,3 +506,19 @@ fn a_fixed_pitch_flag_on_a_proportional_face_is_no_code() {
     assert_eq!(kind_of(&doc, "The method configures"), BlockKind::Prose, "{}", show());
     assert_eq!(kind_of(&doc, "set_flags"), BlockKind::Code, "{}", show());
 }
+
+/// A title numbered two levels deep that ends with a stop, set in bold: a heading, not a
+/// sentence of the paragraph under it.
+#[test]
+fn a_numbered_bold_title_with_a_stop_is_a_heading() {
+    let page = vec![
+        ("B", 10.0, 72.0, 706.0, "3.2 Programming in GP: other specific functions."),
+        ("R", 10.0, 72.0, 694.0, "In addition to the general programming functions, gp has functions that"),
+        ("R", 10.0, 72.0, 682.0, "only make sense in the interpreter, which this section describes."),
+    ];
+    let doc = read(&article(&[page]));
+    let show = || listing(&doc);
+    assert!(matches!(kind_of(&doc, "Programming in GP"), BlockKind::Heading(_)), "{}", show());
+    assert_eq!(kind_of(&doc, "In addition to"), BlockKind::Prose, "{}", show());
+    assert!(doc.sections.iter().any(|s| s.title.starts_with("3.2 Programming in GP")), "{:?}", doc.sections);
+}

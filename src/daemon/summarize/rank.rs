@@ -884,10 +884,25 @@ fn readable(text: &str, words: usize, lower_ok: bool) -> bool {
         && !tail
         && !aside
         && (first.is_uppercase() || is_cjk(first) || first.is_ascii_digit() || "\"“‘(".contains(first) || (lower_ok && first.is_lowercase() && !labelled(text)))
+        && !run_in_heading(text)
         && prose_share(text) >= 0.85
         // Brackets balanced, asked of CJK sentences only: Latin text writes "a)" and "1)"
         // enumerations; its curly double quotes pair up.
         && (if cjk { balanced(text) } else { double_quotes_paired(text) })
+}
+
+/// A sentence that opens with a section's numbering two or more levels deep ("3.4.26
+/// parisizemax. gp, and in fact ..."): a heading set in the line of its paragraph, not part of
+/// a sentence.
+fn run_in_heading(text: &str) -> bool {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let Some(first) = words.first() else { return false };
+    let parts: Vec<&str> = first.trim_end_matches(['.', ':']).split('.').collect();
+    let numbering = parts.len() <= 4 && parts.iter().all(|p| !p.is_empty() && p.len() <= 3 && p.chars().all(|c| c.is_ascii_digit()));
+    // Three levels are no decimal number; two ("2.5 million ...") need a title that ends
+    // within a few words, before the sentence does.
+    let title_ends = words.iter().enumerate().skip(1).take(5).any(|(k, w)| w.ends_with(['.', ':']) && k + 1 < words.len());
+    numbering && words.len() > 1 && (parts.len() >= 3 || (parts.len() == 2 && title_ends))
 }
 
 /// A sentence that opens in lowercase with a term set before its description, as in a
@@ -1068,6 +1083,18 @@ mod tests {
         assert!(!readable(cut, word_count(cut), false));
         let whole = "Example with a journal, volume and pages as if it were an article.";
         assert!(readable(whole, word_count(whole), false));
+    }
+
+    #[test]
+    fn a_heading_run_into_its_paragraph_starts_no_sentence() {
+        let run_in = "3.4.26 parisizemax. gp, and in fact any program using the PARI library, needs a stack in which to do its computations.";
+        assert!(!readable(run_in, word_count(run_in), true), "{run_in}");
+        let two_levels = "4.2 Options: the options of a key are set in a list of their own, as below.";
+        assert!(!readable(two_levels, word_count(two_levels), true), "{two_levels}");
+        // A number that opens a sentence is no section's numbering.
+        for sentence in ["2.5 million files were read in under a minute on one core.", "3 of the files were read twice when the disk was full."] {
+            assert!(readable(sentence, word_count(sentence), true), "{sentence}");
+        }
     }
 
     #[test]

@@ -637,7 +637,11 @@ fn item_goes_on(item: &Features, next: &str) -> bool {
 fn is_heading_line(f: &Features, text: &str) -> bool {
     // CJK lines have few spaces: their length is in characters.
     let short = if f.cjk { text.chars().filter(|c| !c.is_whitespace()).count() <= 30 } else { f.words <= 14 };
-    short && !text.trim_end().ends_with(['.', ',', ';', '。', '，', '；']) && (f.size >= 1.12 || f.bold >= 0.6 || numbering(text).is_some()) && f.plain >= 0.5
+    // A title may end with a stop where a numbering two or more levels deep and its face set
+    // it apart ("3.2 Programming in GP: other specific functions."): no sentence is numbered so.
+    let stop = text.trim_end().ends_with(['.', ',', ';', '。', '，', '；']);
+    let titled_stop = text.trim_end().ends_with('.') && (f.size >= 1.12 || f.bold >= 0.6) && numbering(text).is_some_and(|(_, depth, _)| depth >= 2);
+    short && (!stop || titled_stop) && (f.size >= 1.12 || f.bold >= 0.6 || numbering(text).is_some()) && f.plain >= 0.5
 }
 
 /// The kind of a block of lines with features `f`, text `text` and indentations `indents`.
