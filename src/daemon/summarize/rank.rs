@@ -245,6 +245,7 @@ fn aside_sentence(lower: &str) -> bool {
     let licence = [
         "gnu general public license", "lppl", "latex project public license", "without any warranty", "permission is granted",
         "all rights reserved", "public licen", "license notice", "this license", "invariant section", "cover texts", "under the terms of",
+        "free documentation licen", "copy of the licen",
     ]
         .iter()
         .any(|p| lower.contains(p));
@@ -1075,6 +1076,18 @@ mod tests {
         assert!(balanced("他说（见第 3 节）。"));
         assert!(!balanced("以使用 \\noalign 命令。）"));
         assert!(!balanced("系统使用”noatime” 挂载。"));
+    }
+
+    #[test]
+    fn licence_lines_are_asides() {
+        for line in [
+            "A copy of the license is included in the section entitled “GNU Free Documentation License”.",
+            "Permission is granted to copy, distribute and/or modify this document.",
+            "This program is distributed under the terms of the GNU General Public License.",
+        ] {
+            assert!(aside_sentence(&line.to_lowercase()), "{line}");
+        }
+        assert!(!aside_sentence("this document describes the libtasn1 library that provides asn.1 parsing."));
     }
 
     #[test]
