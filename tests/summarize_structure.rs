@@ -522,3 +522,22 @@ fn a_numbered_bold_title_with_a_stop_is_a_heading() {
     assert_eq!(kind_of(&doc, "In addition to"), BlockKind::Prose, "{}", show());
     assert!(doc.sections.iter().any(|s| s.title.starts_with("3.2 Programming in GP")), "{:?}", doc.sections);
 }
+
+/// A note at the page's foot in the body's own size (a document set small throughout): its
+/// raised number says it is a note.
+#[test]
+fn a_note_in_the_body_size_is_a_note_by_its_raised_number() {
+    let mut pdf = builder::Pdf::new();
+    let r = pdf.add("<< /Type /Font /Subtype /Type1 /BaseFont /Times-Roman /Encoding /WinAnsiEncoding >>");
+    let resources = format!("<< /Font << /R {r} 0 R >> >>");
+    let mut c = content(&[
+        ("R", 10.0, 72.0, 706.0, "The interpreter reads a library of scripts that define the rules of the system,"),
+        ("R", 10.0, 72.0, 694.0, "and the core engine applies them to the expressions that the user enters."),
+    ]);
+    c.extend_from_slice(b"BT /R 6 Tf 72 100 Td 4 Ts (1) Tj /R 10 Tf 0 Ts (This text is part of the software package and may be copied freely.) Tj ET\n");
+    let bytes = builder::doc_with_pages(&mut pdf, &[(c, resources)]);
+    let doc = read(&bytes);
+    let show = || listing(&doc);
+    assert_eq!(kind_of(&doc, "part of the software package"), BlockKind::Footnote, "{}", show());
+    assert_eq!(kind_of(&doc, "The interpreter reads"), BlockKind::Prose, "{}", show());
+}

@@ -175,6 +175,9 @@ struct Features {
     /// The line is in the bottom fifth of its page, or below all of the page's body-size text
     /// (notes that fill more than a fifth: a critical edition's apparatus) (PDF).
     low: bool,
+    /// Opens with a raised mark of one or two digits or note symbols ("¹This text is part of
+    /// ..."): a note's number before its text (PDF).
+    note_mark: bool,
     ends_sentence: bool,
     /// Starts like a list item ("•", "-", "1.", "(a)").
     bullet: bool,
@@ -306,6 +309,11 @@ fn features(doc: &Document, line: &Line, body: f32) -> Features {
         if let Some([_, y0, _, y1]) = doc.pages[line.page].area {
             f.low = tl.bbox[3] < y0 + 0.2 * (y1 - y0);
         }
+        let at = line.page_offset(0) as u32;
+        f.note_mark = tl.superscripts.iter().any(|&(from, to)| {
+            let mark = doc.pages[line.page].text.get(from as usize..to as usize).unwrap_or("");
+            from == at && (1..=2).contains(&mark.chars().count()) && mark.chars().all(|c| c.is_ascii_digit() || "*†‡§¶".contains(c))
+        });
         // The width of the glyphs the line kept (a label in the margin left out is not in it).
         let chars = t.chars().count();
         let (from, to) = (line.page_offset(0) as u32, line.page_offset(t.len().saturating_sub(1)) as u32);
@@ -682,7 +690,9 @@ fn classify(f: &[Features], text: &str, indents: &[u32]) -> BlockKind {
     if !cjk && share(&|x| x.digits > 0.3 && x.plain < 0.6) >= 0.5 {
         return BlockKind::Table;
     }
-    if f.iter().all(|x| x.low && x.size < 0.9) && f[0].size < 0.9 {
+    // Notes: smaller type at the page's foot; or, at its foot and no larger than the body's
+    // (a document set small throughout), their number raised before them.
+    if (f.iter().all(|x| x.low && x.size < 0.9) && f[0].size < 0.9) || (f[0].low && f[0].note_mark && f.iter().all(|x| x.low && x.size < 1.05)) {
         return BlockKind::Footnote;
     }
     if contents_like(text) {
