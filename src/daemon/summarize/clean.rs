@@ -363,7 +363,7 @@ fn running_lines(pages: &[Vec<&str>]) -> BTreeSet<String> {
 /// no mere number.
 fn words_only(line: &str) -> bool {
     let tokens: Vec<&str> = line.split_whitespace().filter(|t| !t.chars().all(|c| c.is_ascii_digit() || c == '.')).collect();
-    let words = tokens.iter().filter(|t| super::structure::is_plain_word(t)).count();
+    let words = tokens.iter().filter(|t| super::text::is_plain_word(t)).count();
     !tokens.is_empty() && words * 4 >= tokens.len() * 3
 }
 

@@ -12,7 +12,7 @@
 use super::clean::{self, continues_across_page};
 use super::document::{Block, BlockKind, Document, Line, Section, SectionKind};
 use seqgpt_pdf::ExtractedDocument;
-use super::text::{is_cjk, is_cjk_letter};
+use super::text::{is_cjk, is_cjk_letter, is_plain_word};
 use super::{Cancel, SummaryError};
 use std::collections::HashMap;
 
@@ -187,31 +187,6 @@ struct Features {
     /// Set far wider than the document's running text for its characters: cells of a table's
     /// row, or a letter-spaced title, not a line of prose.
     spread: bool,
-}
-
-/// A plain word, as a reader counts them: letters (with inner hyphens or apostrophes),
-/// optionally wrapped in quotes or brackets and followed by punctuation.
-pub fn is_plain_word(w: &str) -> bool {
-    let w = w.trim_start_matches(['(', '"', '“', '‘', '\'', '[']);
-    let w = w.trim_end_matches(['.', ',', ';', ':', '!', '?', ')', '"', '”', '’', '\'', ']']);
-    // Placeholders of a manual's syntax stand for words: "the ⟨key⟩ to set", "a ⟨key⟩=⟨value⟩
-    // list" (placeholders joined by one sign each).
-    if let Some(inner) = w.strip_prefix('⟨').and_then(|w| w.strip_suffix('⟩')) {
-        let name = |n: &str| !n.is_empty() && n.chars().all(|c| c.is_alphabetic() || c == '-');
-        let mut parts = inner.split('⟩');
-        return parts.next().is_some_and(name)
-            && parts.all(|p| {
-                let mut cs = p.chars();
-                cs.next().is_some_and(|c| !c.is_alphanumeric() && c != '⟨') && cs.next() == Some('⟨') && name(cs.as_str())
-            });
-    }
-    let mut chars = w.chars();
-    let plain = match chars.next() {
-        Some(c) if c.is_alphabetic() => chars.all(|c| c.is_alphabetic() || matches!(c, '-' | '\'' | '’')),
-        _ => false,
-    };
-    // A lone letter is a variable more often than a word ("a", "I" excepted).
-    plain && (w.chars().count() > 1 || matches!(w, "a" | "A" | "I"))
 }
 
 /// Share of the plain words among `text`'s whitespace tokens (CJK text: share of CJK letters
