@@ -131,6 +131,35 @@ fn a_lowercase_start_is_a_name_the_document_uses_never_a_common_word() {
     assert!(candidate("A new drawing starts"));
 }
 
+#[test]
+fn a_version_history_entry_is_an_aside_under_its_own_heading_too() {
+    // A version history's entries stand under headings of their own ("5.1 Version 2.4"):
+    // they are part of the history, as far as its numbering goes and no further. A title
+    // that only ends with "upgrading" names a topic.
+    let mut p1 = vec![("B", 14.0, 72.0, 740.0, "1 Introduction")];
+    p1.extend(para(&["The layout tool draws undirected graphs with a spring model of their nodes and edges."], 716.0));
+    p1.push(("B", 14.0, 72.0, 680.0, "2 Database upgrading"));
+    p1.extend(para(&["The layout tool keeps the positions of the nodes in a database that it upgrades itself."], 656.0));
+    let mut p2 = vec![("B", 14.0, 72.0, 740.0, "5 Upgrading checklist")];
+    p2.push(("B", 12.0, 72.0, 716.0, "5.1 From version 2.3 to version 2.4"));
+    p2.extend(para(&["The spring model of the layout now stops when the energy of the springs is low enough."], 692.0));
+    p2.push(("B", 12.0, 72.0, 660.0, "5.2 From version 2.2 to version 2.3"));
+    p2.extend(para(&["Graph files may now hold several graphs, and each of them is drawn on a page of its own."], 636.0));
+    p2.push(("B", 14.0, 72.0, 600.0, "6 Layout details"));
+    p2.extend(para(&["The layout of the graph file is written with the positions of the nodes and the edges."], 576.0));
+    let bytes = pdf(&[p1, p2]);
+    let v = explain(Input::Pdf { bytes, permit: None }, &SummaryOptions::default(), &seqgpt_pdf::Limits::default()).unwrap();
+    let aside = |start: &str| {
+        let s = v["sentences"].as_array().unwrap().iter().find(|s| s["text"].as_str().unwrap().starts_with(start));
+        s.unwrap_or_else(|| panic!("no sentence starts {start:?}"))["features"]["aside"].as_f64().unwrap()
+    };
+    assert_eq!(aside("The spring model of the layout now stops"), 1.0, "an entry under 5.1 of the checklist");
+    assert_eq!(aside("Graph files may now hold"), 1.0, "an entry under 5.2 of the checklist");
+    assert_eq!(aside("The layout of the graph file"), 0.0, "section 6 comes after the history");
+    assert_eq!(aside("The layout tool keeps"), 0.0, "database upgrading is a topic");
+    assert_eq!(aside("The layout tool draws"), 0.0);
+}
+
 #[tokio::test]
 async fn a_sentence_that_points_back_never_stands_alone() {
     // Each paragraph's second sentence points back; the first is too long for the budget.

@@ -25,7 +25,7 @@
 //! 5. A summary of a document with prose is never empty: when no whole sentence fits the
 //!    budget, the best one is cut at a word boundary and marked with "…".
 
-use super::document::{Document, SectionKind};
+use super::document::{Document, Section, SectionKind};
 use super::Anchor;
 use super::document::BlockKind;
 use super::keyterms::{self, TermFeatures, Usage};
@@ -233,7 +233,56 @@ pub fn aside_section(title: &str) -> bool {
     ASIDE_TITLES.iter().any(|a| {
         let aw: Vec<&str> = a.split(' ').collect();
         words.windows(aw.len()).any(|w| w == aw.as_slice())
-    }) || ["更新", "版本历史", "修订记录", "许可", "版权", "安装", "变更"].iter().any(|c| t.contains(c))
+    }) || upgrade_notes(&words) || ["更新", "版本历史", "修订记录", "许可", "版权", "安装", "变更"].iter().any(|c| t.contains(c))
+}
+
+/// Which of `sections` are asides: by its own title ([`aside_section`]), or as part of one,
+/// as a version's entry in a version history ("22 Upgrading checklist" > "22.19 Version
+/// 4.0.0" > "perl"). Part of it means a numbering that extends the aside's ("22.19" under
+/// "22"), or no numbering at a deeper level before the next section at the aside's level or
+/// above.
+fn aside_sections(sections: &[Section]) -> Vec<bool> {
+    let numbering = |title: &str| -> String {
+        let t = title.trim();
+        t[..t.len() - super::structure::strip_numbering(t).len()].trim().trim_end_matches(['.', ':', ')']).to_string()
+    };
+    let mut out = Vec::with_capacity(sections.len());
+    // The innermost aside the sections now read are part of: its level and numbering.
+    let mut open: Option<(u8, String)> = None;
+    for sec in sections {
+        let number = numbering(&sec.title);
+        let inside = open.as_ref().is_some_and(|(level, of)| {
+            if number.is_empty() {
+                sec.level > *level
+            } else {
+                !of.is_empty() && number.strip_prefix(of.as_str()).is_some_and(|rest| rest.starts_with('.'))
+            }
+        });
+        let own = aside_section(&sec.title);
+        if own && !inside && history_section(&sec.title) {
+            open = Some((sec.level, number));
+        } else if !inside {
+            open = None;
+        }
+        out.push(own || inside);
+    }
+    out
+}
+
+/// Whether a title's words open with "upgrading" ("Upgrading checklist", "Upgrading from
+/// 1.x"): notes on moving between versions. "Database upgrading" is a topic, no such note.
+fn upgrade_notes(words: &[&str]) -> bool {
+    words.first().is_some_and(|w| *w == "upgrading")
+}
+
+/// Whether a section titled `title` is a version history, whose subsections are its
+/// versions' entries ("Upgrading checklist", "Change history", "News").
+fn history_section(title: &str) -> bool {
+    let t = super::structure::strip_numbering(title).to_lowercase();
+    let words: Vec<&str> = t.split(|c: char| !c.is_alphanumeric() && c != '\'').filter(|w| !w.is_empty()).collect();
+    upgrade_notes(&words)
+        || words.iter().any(|w| matches!(*w, "history" | "news" | "changelog" | "versions" | "release"))
+        || words.windows(2).any(|w| w == ["change", "log"] || w == ["what's", "new"] || w == ["whats", "new"])
 }
 
 /// Whether a sentence reads like a change-log or licence line by itself ("Fixed a bug in ...",
@@ -375,7 +424,7 @@ impl Ranker {
         }
         // Asides (change logs, licences, installation notes) are left out, unless most of the
         // document's prose is in them (then the document is one).
-        let aside: Vec<bool> = doc.sections.iter().map(|s| aside_section(&s.title)).collect();
+        let aside = aside_sections(&doc.sections);
         let aside_words: usize = sentences.iter().filter(|s| aside[doc.blocks[s.block].section]).map(|s| s.words).sum();
         let all_words: usize = sentences.iter().map(|s| s.words).sum();
         let drop_asides = aside_words * 2 < all_words;
