@@ -225,8 +225,7 @@ const ASIDE_TITLES: &[&str] = &[
 /// Whether a section titled `title` is an aside ([`ASIDE_TITLES`]).
 pub fn aside_section(title: &str) -> bool {
     let t = super::structure::strip_numbering(title).to_lowercase();
-    let t = t.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'').trim();
-    let words: Vec<&str> = t.split(|c: char| !c.is_alphanumeric() && c != '\'').filter(|w| !w.is_empty()).collect();
+    let words = title_words(&t);
     if words.is_empty() || words.len() > 6 {
         return false;
     }
@@ -269,6 +268,11 @@ fn aside_sections(sections: &[Section]) -> Vec<bool> {
     out
 }
 
+/// A lowercased title's words, apostrophes kept ("what's new").
+fn title_words(lower: &str) -> Vec<&str> {
+    lower.split(|c: char| !c.is_alphanumeric() && c != '\'').filter(|w| !w.is_empty()).collect()
+}
+
 /// Whether a title's words open with "upgrading" ("Upgrading checklist", "Upgrading from
 /// 1.x"): notes on moving between versions. "Database upgrading" is a topic, no such note.
 fn upgrade_notes(words: &[&str]) -> bool {
@@ -279,14 +283,15 @@ fn upgrade_notes(words: &[&str]) -> bool {
 /// versions' entries ("Upgrading checklist", "Change history", "News").
 fn history_section(title: &str) -> bool {
     let t = super::structure::strip_numbering(title).to_lowercase();
-    let words: Vec<&str> = t.split(|c: char| !c.is_alphanumeric() && c != '\'').filter(|w| !w.is_empty()).collect();
+    let words = title_words(&t);
     upgrade_notes(&words)
         || words.iter().any(|w| matches!(*w, "history" | "news" | "changelog" | "versions" | "release"))
         || words.windows(2).any(|w| w == ["change", "log"] || w == ["what's", "new"] || w == ["whats", "new"])
 }
 
 /// Whether a sentence reads like a change-log or licence line by itself ("Fixed a bug in ...",
-/// "version 2.1", "under the terms of the GNU General Public License").
+/// "version 2.1", "under the terms of the GNU General Public License"), or sends the reader
+/// elsewhere ([`cross_reference`]).
 fn aside_sentence(lower: &str) -> bool {
     let first = lower.split_whitespace().next().unwrap_or("");
     let changelog = matches!(first, "fixed" | "added" | "removed" | "changed" | "new:" | "fix:" | "bugfix" | "bugfix:" | "deprecated")
@@ -298,7 +303,30 @@ fn aside_sentence(lower: &str) -> bool {
     ]
         .iter()
         .any(|p| lower.contains(p));
-    changelog || licence || cjk_change_line(lower)
+    changelog || licence || cjk_change_line(lower) || cross_reference(lower) || admonition(lower)
+}
+
+/// A sentence under a label that sets it aside from the text around it ("Note: don't use this
+/// option in your final submission.", "Important: ...", "Example: using multiple variables"):
+/// a caution or an example's title, which never stands for the content.
+fn admonition(lower: &str) -> bool {
+    lower.split_once([':', '：']).is_some_and(|(label, _)| {
+        let label = label.trim().trim_end_matches(|c: char| c.is_ascii_digit() || c == '.' || c == ' ');
+        matches!(label, "note" | "notes" | "remark" | "hint" | "tip" | "warning" | "caution" | "important" | "attention" | "example" | "examples" | "注意" | "提示" | "警告" | "注" | "例")
+    })
+}
+
+/// A sentence whose point is where to read on ("See Section 5.3.2 for the commands provided.",
+/// "For more details see the package help.", "Refer to the lineno documentation."): it
+/// points at what the summary does not contain, so it never stands for the content.
+fn cross_reference(lower: &str) -> bool {
+    let words: Vec<&str> = lower.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).take(6).collect();
+    match words.first() {
+        Some(&"see") => true,
+        Some(&"refer") => words.get(1) == Some(&"to"),
+        Some(&"for") => words[1..].contains(&"see"),
+        _ => false,
+    }
 }
 
 /// A CJK change-log entry: a short line that opens with what was done ("添加 dh_pysupport
@@ -1137,6 +1165,24 @@ mod tests {
             assert!(aside_sentence(&line.to_lowercase()), "{line}");
         }
         assert!(!aside_sentence("this document describes the libtasn1 library that provides asn.1 parsing."));
+    }
+
+    #[test]
+    fn cross_references_and_admonitions_are_asides() {
+        for line in [
+            "See Section 5.3.2 for the commands provided.",
+            "For more details see the package help.",
+            "For details, see the ltxdoc package documentation.",
+            "Refer to the lineno documentation for further commands.",
+        ] {
+            assert!(aside_sentence(&line.to_lowercase()), "{line}");
+        }
+        for line in ["Note: don't use this option in your final submission.", "Example 2: multiple walkers with file-based communication.", "注意：不要在发布版本中使用此选项。"] {
+            assert!(aside_sentence(&line.to_lowercase()), "{line}");
+        }
+        for line in ["Seeds are drawn from the generator.", "The note: a reminder.", "For each page the reader sees one box.", "Users refer the job to the daemon."] {
+            assert!(!aside_sentence(&line.to_lowercase()), "{line}");
+        }
     }
 
     #[test]
