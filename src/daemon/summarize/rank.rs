@@ -290,8 +290,8 @@ fn history_section(title: &str) -> bool {
 }
 
 /// Whether a sentence reads like a change-log or licence line by itself ("Fixed a bug in ...",
-/// "version 2.1", "under the terms of the GNU General Public License"), or sends the reader
-/// elsewhere ([`cross_reference`]).
+/// "version 2.1", "under the terms of the GNU General Public License"), sends the reader
+/// elsewhere ([`cross_reference`]) or stands under a label that sets it apart ([`admonition`]).
 fn aside_sentence(lower: &str) -> bool {
     let first = lower.split_whitespace().next().unwrap_or("");
     let changelog = matches!(first, "fixed" | "added" | "removed" | "changed" | "new:" | "fix:" | "bugfix" | "bugfix:" | "deprecated")
