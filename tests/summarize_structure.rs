@@ -541,3 +541,29 @@ fn a_note_in_the_body_size_is_a_note_by_its_raised_number() {
     assert_eq!(kind_of(&doc, "part of the software package"), BlockKind::Footnote, "{}", show());
     assert_eq!(kind_of(&doc, "The interpreter reads"), BlockKind::Prose, "{}", show());
 }
+
+#[test]
+fn a_sentence_that_runs_on_into_a_typewriter_line_is_read_whole() {
+    // A sentence breaks before a file name set in the typewriter face ("... a Perl" / "script
+    // rubikrotation.pl."): the change of face inside it ends no paragraph. Code after a line
+    // that ends its sentence still stands apart, as does code that reads as code.
+    let page = vec![
+        ("B", 14.0, 72.0, 730.0, "1. Introduction"),
+        ("R", 10.0, 72.0, 706.0, "The rubikrotation package is a dynamic extension to the rubikcube package. It"),
+        ("R", 10.0, 72.0, 694.0, "consists of a style option, a small driver and a Perl"),
+        ("C", 10.0, 72.0, 682.0, "script rubikrotation.pl."),
+        ("R", 10.0, 72.0, 670.0, "The Perl script is the engine of this package and runs at every rotation."),
+        ("R", 10.0, 72.0, 646.0, "Load the package in the preamble of the document with the"),
+        ("C", 10.0, 72.0, 634.0, "\\\\usepackage{rubikrotation}"),
+        ("R", 10.0, 72.0, 622.0, "command, and run the document with shell escape enabled for the script."),
+        ("R", 10.0, 72.0, 598.0, "The script writes the new state of the cube to a file:"),
+        ("C", 10.0, 72.0, 586.0, "cube state written to rubikstate.dat"),
+    ];
+    let doc = read(&article(&[page]));
+    let show = || listing(&doc);
+    let ranker = Ranker::new(&doc, &Cancel::new()).unwrap();
+    let texts: Vec<&str> = ranker.sentences.iter().map(|s| s.text.as_str()).collect();
+    assert!(texts.contains(&"It consists of a style option, a small driver and a Perl script rubikrotation.pl."), "{texts:#?}\n{}", show());
+    assert_eq!(kind_of(&doc, "\\usepackage{rubikrotation}"), BlockKind::Code, "{}", show());
+    assert!(!block_of(&doc, "cube state written").text.contains("to a file:"), "{}", show());
+}

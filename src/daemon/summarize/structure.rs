@@ -245,6 +245,15 @@ fn typewriter(f: &Features) -> bool {
     f.mono > 0.5 && !(f.cjk && f.mono < 0.85)
 }
 
+/// Whether the change of face between lines `a` and `b` (text `b_text`) falls inside a
+/// sentence that a name set in the typewriter face carries over the line break ("... a Perl" /
+/// "script (rubikrotation.pl)."): `a` ends no sentence, `b` goes on in lowercase, and the
+/// typewriter line of the two reads as running text, not as code.
+fn typewriter_run_on(a: &Features, b: &Features, b_text: &str) -> bool {
+    let tt = if typewriter(a) { a } else { b };
+    !a.ends_sentence && b_text.trim_start().starts_with(|c: char| c.is_lowercase()) && !tt.code_text && tt.plain >= 0.5 && tt.words >= 2
+}
+
 fn features(doc: &Document, line: &Line, body: f32) -> Features {
     let t = line.text.as_str();
     let mut f = Features { plain: prose_share(t), words: t.split_whitespace().count(), ..Features::default() };
@@ -456,7 +465,7 @@ fn build(doc: &mut Document, cancel: &Cancel) -> Result<(), SummaryError> {
                 let (a, b) = (&feats[p], &feats[i]);
                 l.block_start
                     || doc.lines[p].page != l.page
-                    || typewriter(a) != typewriter(b)
+                    || (typewriter(a) != typewriter(b) && !typewriter_run_on(a, b, &l.text))
                     || (a.size - b.size).abs() > 0.12
                     || caption_start(&l.text)
                     || (b.bullet && doc.lines[p].layout.is_some())
