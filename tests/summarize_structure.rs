@@ -567,3 +567,28 @@ fn a_sentence_that_runs_on_into_a_typewriter_line_is_read_whole() {
     assert_eq!(kind_of(&doc, "\\usepackage{rubikrotation}"), BlockKind::Code, "{}", show());
     assert!(!block_of(&doc, "cube state written").text.contains("to a file:"), "{}", show());
 }
+
+#[test]
+fn a_line_with_one_larger_word_keeps_the_size_of_its_text() {
+    // Running text that names its package in a larger logo face ("If xkeyval is loaded ..."):
+    // the line is of the text's size, no heading, and its paragraph reads on across it.
+    let page = vec![
+        ("B", 14.0, 72.0, 730.0, "2. Loading the package"),
+        ("R", 10.0, 72.0, 706.0, "The package is loaded in the preamble of the document, as any other package is."),
+        // One line, three runs: the name in a 16-point face between 10-point text.
+        ("R", 10.0, 72.0, 694.0, "If ) Tj /R 16 Tf (xkeyval) Tj /R 10 Tf ( is loaded by the class of the document, the package per-"),
+        ("R", 10.0, 72.0, 682.0, "forms the same steps and reads the options given to the class as well."),
+    ];
+    let doc = read(&article(&[page]));
+    let show = || listing(&doc);
+    let line = doc.pages[0].lines.iter().find(|l| doc.pages[0].text[l.start as usize..l.end as usize].contains("xkeyval")).expect("the line");
+    assert!(line.size > 15.0 && (line.text_size - 10.0).abs() < 0.5, "size {} text_size {}", line.size, line.text_size);
+    assert!(doc.blocks.iter().all(|b| !(matches!(b.kind, BlockKind::Heading(_)) && b.text.contains("xkeyval"))), "{}", show());
+    let ranker = Ranker::new(&doc, &Cancel::new()).unwrap();
+    let texts: Vec<&str> = ranker.sentences.iter().map(|s| s.text.as_str()).collect();
+    assert!(
+        texts.contains(&"If xkeyval is loaded by the class of the document, the package performs the same steps and reads the options given to the class as well."),
+        "{texts:#?}\n{}",
+        show()
+    );
+}

@@ -224,6 +224,11 @@ fn describe(seg: &Segment, placed: &[(u32, G)], start: usize, line: &str, rot: u
             _ => superscripts.push((from, to)),
         }
     }
+    let mut sizes: Vec<f32> = placed.iter().map(|(_, g)| g.size).collect();
+    sizes.sort_by(f32::total_cmp);
+    let median = sizes.get(sizes.len() / 2).copied().unwrap_or(seg.size);
+    // A line that opens larger than its median opens with a heading run into it.
+    let text_size = placed.first().map_or(median, |(_, g)| g.size.max(median));
     let (p0, p1) = (seg.p0, seg.p1);
     let t = placed.iter().map(|(_, g)| top(g)).fold(f32::MAX, f32::min).min(seg.s - 0.85 * seg.size);
     let b = placed.iter().map(|(_, g)| bottom(g)).fold(f32::MIN, f32::max).max(seg.s + 0.25 * seg.size);
@@ -233,6 +238,7 @@ fn describe(seg: &Segment, placed: &[(u32, G)], start: usize, line: &str, rot: u
         block_start: false,
         bbox: user_box(rot, p0, p1, t, b, clip),
         size: seg.size,
+        text_size,
         mono: mono as f32 / n,
         math: math as f32 / n,
         bold: bold as f32 / n,

@@ -96,6 +96,10 @@ pub struct TextLine {
     pub bbox: [f32; 4],
     /// The size of the line's largest glyphs, in user-space units.
     pub size: f32,
+    /// The size of its text: the median size of its glyphs, so that a line of running text
+    /// with one word set larger (a package's name in its logo face) keeps the text's size; or
+    /// the size of its first glyph where that is larger (a heading run into the line).
+    pub text_size: f32,
     /// Shares of the line's glyphs set in a monospace, math, bold and italic face.
     pub mono: f32,
     pub math: f32,

@@ -289,7 +289,7 @@ fn features(doc: &Document, line: &Line, body: f32) -> Features {
         f.mono = tl.mono;
         f.math = tl.math;
         f.bold = tl.bold;
-        f.size = if body > 0.0 { tl.size / body } else { 1.0 };
+        f.size = if body > 0.0 { tl.text_size / body } else { 1.0 };
         if let Some([_, y0, _, y1]) = doc.pages[line.page].area {
             f.low = tl.bbox[3] < y0 + 0.2 * (y1 - y0);
         }
@@ -352,7 +352,7 @@ fn body_size(doc: &Document) -> f32 {
     let mut hist: std::collections::BTreeMap<u32, usize> = std::collections::BTreeMap::new();
     for l in &doc.lines {
         if let Some(tl) = l.layout.and_then(|i| doc.pages[l.page].lines.get(i)) {
-            *hist.entry((tl.size * 4.0).round() as u32).or_default() += l.text.len();
+            *hist.entry((tl.text_size * 4.0).round() as u32).or_default() += l.text.len();
         }
     }
     hist.into_iter().max_by_key(|&(k, n)| (n, std::cmp::Reverse(k))).map_or(0.0, |(k, _)| k as f32 / 4.0)

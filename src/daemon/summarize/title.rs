@@ -62,6 +62,7 @@ mod tests {
                 block_start: true,
                 bbox: [72.0, y - size, 540.0, *y],
                 size: *size,
+                text_size: *size,
                 mono: 0.0,
                 math: 0.0,
                 bold: 0.0,
